@@ -1,0 +1,117 @@
+/**
+ * What a tool body receives. Everything that crosses a boundary is reached through here, already
+ * scoped by the gate to the manifest that declared it.
+ */
+export interface ToolContext {
+  /** Aborts on the caller's cancellation or at the manifest's deadline. Pass it on. */
+  readonly signal: AbortSignal;
+  /** The call's idempotency key. Forward it to the provider wherever the provider has one. */
+  readonly idempotencyKey: string;
+  /** Who and what this call is, for the body's own records. */
+  readonly effect: EffectIdentity;
+  /** Report progress; redacted, then handed to the caller's `onProgress`. */
+  progress(event: ProgressEvent): void;
+  /** The authorized client for the manifest's `connector`; absent for tools without one. */
+  readonly connector: ConnectorHandle | undefined;
+  /** Runs operator-declared commands; absent when the gate has none. */
+  readonly verifier: Verifier | undefined;
+  /** Where the body may write run artifacts; absent when the gate has none. */
+  readonly workspace: Workspace | undefined;
+  /** Register a secret the body learned (it is then redacted everywhere). */
+  registerSecret(value: string): void;
+}
+
+/** The narrower context a `preview(input, ctx)` gets: it may read, never act. */
+export interface PreviewContext {
+  readonly signal: AbortSignal;
+  readonly effect: EffectIdentity;
+  readonly connector: ConnectorHandle | undefined;
+  readonly workspace: Workspace | undefined;
+}
+
+export interface EffectIdentity {
+  readonly toolId: string;
+  readonly invocationId: string;
+  readonly principal: string;
+  readonly tenant: string;
+}
+
+export interface ProgressEvent {
+  readonly message: string;
+  /** 0..1 where known. */
+  readonly fraction?: number;
+  readonly data?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * An authorized client for one provider, scoped to the manifest's scopes. Tools never see a token
+ * string: they ask for the provider's client and use it.
+ */
+export interface ConnectorHandle {
+  readonly provider: string;
+  readonly connectionId: string;
+  readonly scopes: readonly string[];
+  /** The provider's authorized client (e.g. an OAuth2 client for Google, a Notion client). */
+  client<TClient = unknown>(): Promise<TClient>;
+}
+
+/**
+ * The token runtime as the gate sees it. `open` checks the manifest's scopes against the
+ * connection's granted scopes before any token is read (`scope_missing`), and throws
+ * `connector_unavailable` / `connector_reauth_required` as the connection's state requires.
+ */
+export interface ConnectorRuntime {
+  open(request: ConnectorOpenRequest): Promise<ConnectorHandle>;
+}
+
+export interface ConnectorOpenRequest {
+  readonly provider: string;
+  readonly scopes: readonly string[];
+  readonly principal: string;
+  readonly tenant: string;
+  readonly toolId: string;
+  readonly signal: AbortSignal;
+  /** Secrets the runtime reads (tokens, client secrets) are registered here at once. */
+  readonly registerSecret: (value: string) => void;
+}
+
+/** The outcome of one command run through the verifier. */
+export interface VerifierRunResult {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly truncated: boolean;
+  readonly durationMs: number;
+  readonly timedOut: boolean;
+}
+
+export interface VerifierRunRequest {
+  /** The operator-declared command's name, never an argv. */
+  readonly command: string;
+  readonly args?: readonly string[];
+  /** Relative to the verifier's root; contained. */
+  readonly cwd?: string;
+  readonly signal?: AbortSignal;
+}
+
+/** The only way a tool runs a host command: allowlisted argv, no shell. */
+export interface Verifier {
+  readonly root: string;
+  run(request: VerifierRunRequest): Promise<VerifierRunResult>;
+}
+
+/** A reference to an artifact in the workspace, safe to journal. */
+export interface WorkspaceRef {
+  readonly name: string;
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
+/** Where tools write run artifacts: contained names, size limits, atomic writes. */
+export interface Workspace {
+  readonly root: string;
+  write(name: string, data: string | Uint8Array): Promise<WorkspaceRef>;
+  read(name: string): Promise<Uint8Array>;
+  list(): Promise<readonly WorkspaceRef[]>;
+}

@@ -1,0 +1,65 @@
+import type { EffectBoundary, ToolErrorCode } from "../errors.js";
+import type { JournalReceipt } from "../journal/types.js";
+import type { ApprovalPreview } from "../manifest.js";
+import type { InjectionFinding } from "../untrusted.js";
+
+interface ResultBase {
+  readonly toolId: string;
+  readonly invocationId: string;
+  /** Where the journal recorded this outcome; null only when the journal itself failed. */
+  readonly receipt: JournalReceipt | null;
+}
+
+/** The call ran (or was replayed) and its output is valid, redacted and, if untrusted, fenced. */
+export interface OkResult<TOutput> extends ResultBase {
+  readonly status: "ok";
+  /** Validated, redacted output for the application. */
+  readonly output: TOutput;
+  /** What to hand the model: the output as JSON, fenced in a random boundary when untrusted. */
+  readonly content: string;
+  readonly untrusted: boolean;
+  /** Places in untrusted output that read like instructions. */
+  readonly findings: readonly InjectionFinding[];
+  /** True when this is the recorded result of an earlier call with the same idempotency key. */
+  readonly replayed: boolean;
+  readonly idempotencyKey: string;
+}
+
+/** A human must approve first. Pass the grant from `gate.approvals.grant(requestId)` back as `call.approval`. */
+export interface ApprovalRequiredResult extends ResultBase {
+  readonly status: "approval_required";
+  /** `call`: approve running the call; `output`: release output held because it was flagged. */
+  readonly reason: "call" | "output";
+  readonly requestId: string;
+  readonly preview: ApprovalPreview;
+  readonly previewHash: string;
+  readonly expiresAt: string;
+  readonly idempotencyKey: string;
+  /** For held output: which rules matched where. Excerpts are only in the preview, for the human. */
+  readonly findings?: readonly Pick<InjectionFinding, "rule" | "path">[];
+}
+
+/** Policy or approval refused the call before any effect. */
+export interface DeniedResult extends ResultBase {
+  readonly status: "denied";
+  readonly code: ToolErrorCode;
+  readonly message: string;
+  readonly details?: Readonly<Record<string, unknown>>;
+  readonly boundary: EffectBoundary;
+}
+
+/** The call failed; `boundary` says whether its effect may have happened. */
+export interface ErrorResult extends ResultBase {
+  readonly status: "error";
+  readonly code: ToolErrorCode;
+  readonly message: string;
+  readonly details?: Readonly<Record<string, unknown>>;
+  readonly boundary: EffectBoundary;
+  readonly retryable: boolean;
+  /** For `invalid_input`: the schema issues and the JSON Schema, so a model can retry. */
+  readonly issues?: readonly { readonly path: string; readonly message: string; readonly code: string }[];
+  readonly inputSchema?: Readonly<Record<string, unknown>>;
+  readonly replayed?: boolean;
+}
+
+export type InvokeResult<TOutput = unknown> = OkResult<TOutput> | ApprovalRequiredResult | DeniedResult | ErrorResult;

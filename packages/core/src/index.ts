@@ -1,0 +1,106 @@
+export { TOOL_ERROR_CODES, EFFECT_BOUNDARIES, ToolError, isToolErrorCode } from "./errors.js";
+export type { ToolErrorCode, EffectBoundary, ToolErrorOptions } from "./errors.js";
+
+export { canonicalJson, hashCanonical, sha256Hex } from "./canonical-json.js";
+
+export {
+  defineTool,
+  sovereigntyOf,
+  isSideEffectful,
+  jsonSchemaOf,
+  TOOL_ID_PATTERN,
+  TOOL_ID_MAX_LENGTH,
+  EFFECTS,
+  RISK_LEVELS,
+  VISIBILITIES,
+  DATA_CLASSES,
+  DEFAULT_TIMEOUT_MS,
+} from "./manifest.js";
+export type {
+  ToolDefinition,
+  ToolManifest,
+  AnyToolManifest,
+  ActionType,
+  Effect,
+  RiskLevel,
+  Visibility,
+  DataClass,
+  SovereigntyClass,
+  RuntimeIsolation,
+  ApprovalPreview,
+  ApprovalRule,
+  ConnectorRequirement,
+} from "./manifest.js";
+
+export type {
+  ToolContext,
+  PreviewContext,
+  EffectIdentity,
+  ProgressEvent,
+  ConnectorHandle,
+  ConnectorRuntime,
+  ConnectorOpenRequest,
+  Verifier,
+  VerifierRunRequest,
+  VerifierRunResult,
+  Workspace,
+  WorkspaceRef,
+} from "./context.js";
+
+export { defineFamily, SHARED_BOUNDARY_TOKENS } from "./family.js";
+export type { ToolFamily, FamilyDefinition, SharedBoundaryToken } from "./family.js";
+
+export { createToolRegistry, ToolRegistry } from "./registry.js";
+export type { ToolDescriptor, ListOptions, ToolIdOf, ToolInput, ToolOutput, ToolById, ToolsOfFamilies } from "./registry.js";
+
+export { defineProfile } from "./profile.js";
+export type { Profile, ProfileDefinition, InjectionPolicy } from "./profile.js";
+
+export { evaluatePolicy } from "./policy.js";
+export type { PolicyDecision } from "./policy.js";
+
+export { createRedactor, REDACTED, MIN_SECRET_LENGTH } from "./redactor.js";
+export type { Redactor } from "./redactor.js";
+
+export { scanForInjection, fenceUntrusted, normalizeForScan } from "./untrusted.js";
+export type { InjectionFinding, FencedContent } from "./untrusted.js";
+
+export { createGate } from "./gate/gate.js";
+export type { Gate, CreateGateOptions, CallOptions, InputFor, OutputFor } from "./gate/gate.js";
+export type { InvokeResult, OkResult, ApprovalRequiredResult, DeniedResult, ErrorResult } from "./gate/results.js";
+export type { ApprovalGrant, ApprovalDesk, GrantOptions, DenyOptions } from "./gate/approvals.js";
+
+export { createMemoryJournal } from "./journal/memory.js";
+export type { MemoryJournal, MemoryJournalOptions } from "./journal/memory.js";
+export { verifyAuditChain, computeAuditMac, chainAuditEvent, sealAuditEvent, unsealAuditEvent, auditPayload } from "./journal/audit-chain.js";
+export type { SealedAuditEvent } from "./journal/audit-chain.js";
+export type { AuditChainVerdict, VerifyAuditChainOptions, AuditKey } from "./journal/audit-chain.js";
+export { checkGrant } from "./journal/grant-check.js";
+export { GENESIS_MAC } from "./journal/types.js";
+export type {
+  Journal,
+  AuditEventType,
+  AuditEventInput,
+  AuditRecord,
+  JournalReceipt,
+  OutboxState,
+  OutboxEntry,
+  IntentInput,
+  BeginIntentOptions,
+  BeginIntentResult,
+  Settlement,
+  RecordedResult,
+  RecordedError,
+  ApprovalStatus,
+  ApprovalBinding,
+  ApprovalRequest,
+  ApprovalRequestInput,
+  ApprovalDecision,
+  GrantCheck,
+  GrantOutcome,
+} from "./journal/types.js";
+
+export { buildInventory } from "./inventory.js";
+export type { Inventory, InventoryEntry, BuildInventoryOptions } from "./inventory.js";
+export { renderOperatorDocs } from "./operator-docs.js";
+export type { OperatorDocPage } from "./operator-docs.js";

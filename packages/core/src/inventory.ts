@@ -1,0 +1,76 @@
+import { evaluatePolicy } from "./policy.js";
+import type { Profile } from "./profile.js";
+import { registryInternals, type ToolDescriptor, type ToolRegistry } from "./registry.js";
+
+export interface BuildInventoryOptions {
+  /** Profiles to check each tool against. */
+  readonly profiles?: readonly Profile[];
+}
+
+/** One tool as an operator sees it: every declared fact plus who can reach it. */
+export interface InventoryEntry extends ToolDescriptor {
+  /** `in-process` for TypeScript families, `process` for tool processes. */
+  readonly kind: "in-process" | "process";
+  /** Tools that are neither `none` nor `read` change state somewhere. */
+  readonly mutates: boolean;
+  /** Profiles whose tokens, risk ceiling, consents and egress all allow the tool. */
+  readonly reachableBy: readonly string[];
+  /** Profiles that cannot reach it, and why. */
+  readonly refusedBy: readonly { readonly profile: string; readonly reason: string }[];
+}
+
+export interface Inventory {
+  /** The registry's fingerprint: two inventories with the same one describe the same tools. */
+  readonly fingerprint: string;
+  readonly families: readonly { readonly name: string; readonly kind: "in-process" | "process"; readonly permissions: readonly string[]; readonly description?: string }[];
+  readonly profiles: readonly string[];
+  readonly tools: readonly InventoryEntry[];
+}
+
+/** The capability inventory: every tool, hidden ones included, checked against every profile. */
+export function buildInventory(registry: ToolRegistry, options: BuildInventoryOptions = {}): Inventory {
+  const profiles = options.profiles ?? [];
+  const { tools, families } = registryInternals(registry);
+  const kindOf = new Map(families.map((f) => [f.name, f.kind ?? "in-process"] as const));
+  return {
+    fingerprint: registry.fingerprint(),
+    families: families.map((f) => ({
+      name: f.name,
+      kind: f.kind ?? "in-process",
+      permissions: [...f.permissions],
+      ...(f.description === undefined ? {} : { description: f.description }),
+    })),
+    profiles: profiles.map((p) => p.name),
+    tools: [...tools.values()].map(({ manifest, descriptor }) => {
+      const reachableBy: string[] = [];
+      const refusedBy: { profile: string; reason: string }[] = [];
+      for (const profile of profiles) {
+        const decision = evaluatePolicy(manifest, profile);
+        if (decision.kind === "allow") reachableBy.push(profile.name);
+        else refusedBy.push({ profile: profile.name, reason: reasonText(decision) });
+      }
+      return {
+        ...descriptor,
+        kind: kindOf.get(descriptor.family) ?? "in-process",
+        mutates: descriptor.effect === "write" || descriptor.effect === "destructive",
+        reachableBy,
+        refusedBy,
+      };
+    }),
+  };
+}
+
+function reasonText(decision: ReturnType<typeof evaluatePolicy>): string {
+  switch (decision.kind) {
+    case "allow":
+      return "allowed";
+    case "missing_tokens":
+      return `missing ${decision.missing.join(", ")}`;
+    case "risk_exceeded":
+      return `risk ${decision.risk} above ${decision.maxRisk}`;
+    case "consent_missing":
+      return `consent ${decision.missing.join(", ")} not granted`;
+    case "egress_refused":
+      return `${decision.dataClass} egress to ${decision.provider} not allowed`;
+  }
+}

@@ -1,0 +1,262 @@
+import { randomBytes } from "node:crypto";
+import { ToolError } from "../errors.js";
+import { sealAuditEvent, unsealAuditEvent, type AuditKey } from "./audit-chain.js";
+import { checkGrant } from "./grant-check.js";
+import {
+  GENESIS_MAC,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type ApprovalRequestInput,
+  type AuditEventInput,
+  type AuditRecord,
+  type BeginIntentOptions,
+  type BeginIntentResult,
+  type GrantCheck,
+  type GrantOutcome,
+  type IntentInput,
+  type Journal,
+  type JournalReceipt,
+  type OutboxEntry,
+  type Settlement,
+} from "./types.js";
+
+export interface MemoryJournalOptions {
+  /** HMAC key for the audit chain; random when omitted (then only this process can verify). */
+  readonly auditKey?: AuditKey;
+}
+
+export interface MemoryJournal extends Journal {
+  /** The key the chain is MACed with, for `verifyAuditChain` in tests. */
+  readonly auditKey: AuditKey;
+}
+
+/**
+ * The journal for tests and single-process tools: everything in memory, same semantics as the
+ * durable stores (each method is atomic because it never awaits inside).
+ */
+export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJournal {
+  const auditKey = options.auditKey ?? randomBytes(32);
+  // The chain as stored text: one payload string and one MAC per event. Keeping events as text
+  // rather than object graphs keeps a long-lived journal cheap for the garbage collector.
+  const payloads: string[] = [];
+  const macs: string[] = [];
+  const outbox = new Map<string, OutboxEntry>();
+  const approvals = new Map<string, ApprovalRequest>();
+  let closed = false;
+
+  const ensureOpen = (): void => {
+    if (closed) throw new ToolError("journal_failed", "the memory journal is closed");
+  };
+  const appendNow = (event: AuditEventInput): JournalReceipt => {
+    const seq = macs.length;
+    const sealed = sealAuditEvent(auditKey, { seq, mac: seq === 0 ? GENESIS_MAC : macs[seq - 1]! }, event);
+    payloads.push(sealed.payload);
+    macs.push(sealed.mac);
+    return { journal: "memory", seq: sealed.seq, mac: sealed.mac, at: event.at };
+  };
+  const consumeNow = (check: GrantCheck): GrantOutcome => {
+    const request = approvals.get(check.requestId);
+    const verdict = checkGrant(request, check);
+    if (!("ok" in verdict)) return verdict;
+    const consumed: ApprovalRequest = { ...request!, status: "consumed", consumedAt: check.at, consumedBy: check.invocationId };
+    approvals.set(consumed.id, consumed);
+    const receipt = appendNow({
+      type: "approval.consumed",
+      at: check.at,
+      invocationId: check.invocationId,
+      toolId: consumed.toolId,
+      principal: consumed.principal,
+      tenant: consumed.tenant,
+      data: { requestId: consumed.id },
+    });
+    return { status: "consumed", request: consumed, receipt };
+  };
+
+  const journal: MemoryJournal = {
+    kind: "memory",
+    auditKey,
+
+    async append(event) {
+      ensureOpen();
+      return appendNow(event);
+    },
+    async readAudit(opts = {}) {
+      const from = Math.max(0, opts.afterSeq ?? 0);
+      const to = opts.limit === undefined ? macs.length : Math.min(macs.length, from + opts.limit);
+      const rows: AuditRecord[] = [];
+      for (let i = from; i < to; i++) {
+        rows.push(unsealAuditEvent({ seq: i + 1, payload: payloads[i]!, prevMac: i === 0 ? GENESIS_MAC : macs[i - 1]!, mac: macs[i]! }));
+      }
+      return rows;
+    },
+    async head() {
+      return macs.length === 0 ? { seq: 0, mac: GENESIS_MAC } : { seq: macs.length, mac: macs[macs.length - 1]! };
+    },
+
+    async beginIntent(intent: IntentInput, opts: BeginIntentOptions = {}): Promise<BeginIntentResult> {
+      ensureOpen();
+      const existing = outbox.get(intent.key);
+      if (existing) {
+        const retake = opts.retake;
+        if (!retake || retake.attempts !== existing.attempts || !retake.states.includes(existing.state)) {
+          return { status: "existing", entry: existing };
+        }
+      }
+      let grantId: string | undefined;
+      if (opts.grant) {
+        const outcome = consumeNow(opts.grant);
+        if (outcome.status !== "consumed") return { status: "grant_refused", outcome };
+        grantId = outcome.request.id;
+      }
+      const entry: OutboxEntry = {
+        ...intent,
+        state: "pending",
+        boundary: "effect_not_started",
+        attempts: (existing?.attempts ?? 0) + 1,
+        updatedAt: intent.at,
+        ...(grantId === undefined ? {} : { grantId }),
+      };
+      outbox.set(intent.key, entry);
+      const receipt = appendNow({
+        type: "intent.recorded",
+        at: intent.at,
+        invocationId: intent.invocationId,
+        toolId: intent.toolId,
+        principal: intent.principal,
+        tenant: intent.tenant,
+        data: {
+          key: intent.key,
+          intentHash: intent.intentHash,
+          inputHash: intent.inputHash,
+          effect: intent.effect,
+          target: intent.target ?? null,
+          attempt: entry.attempts,
+          ...(grantId === undefined ? {} : { grantId }),
+        },
+      });
+      return { status: "started", entry, receipt };
+    },
+
+    async settleIntent(key: string, s: Settlement) {
+      ensureOpen();
+      const entry = outbox.get(key);
+      if (!entry) throw new ToolError("journal_failed", `no intent recorded under key ${key}`);
+      if (entry.intentHash !== s.intentHash) throw new ToolError("journal_failed", `settlement for ${key} is bound to another intent`);
+      const { result: _r, error: _e, ...rest } = entry;
+      const settled: OutboxEntry = {
+        ...rest,
+        state: s.state,
+        boundary: s.boundary,
+        updatedAt: s.at,
+        ...(s.result === undefined ? {} : { result: s.result }),
+        ...(s.error === undefined ? {} : { error: s.error }),
+      };
+      outbox.set(key, settled);
+      return appendNow({
+        type: s.eventType ?? "intent.settled",
+        at: s.at,
+        invocationId: s.invocationId,
+        toolId: entry.toolId,
+        principal: entry.principal,
+        tenant: entry.tenant,
+        data: {
+          key,
+          intentHash: s.intentHash,
+          state: s.state,
+          boundary: s.boundary,
+          ...(s.result ? { outputHash: s.result.outputHash, findings: s.result.findings.length } : {}),
+          ...(s.error ? { code: s.error.code, message: s.error.message } : {}),
+          ...s.audit,
+        },
+      });
+    },
+    async getIntent(key) {
+      return outbox.get(key);
+    },
+    async listOutbox(opts = {}) {
+      const rows = [...outbox.values()].filter((e) => !opts.states || opts.states.includes(e.state));
+      return opts.limit === undefined ? rows : rows.slice(0, opts.limit);
+    },
+
+    async requestApproval(input: ApprovalRequestInput) {
+      ensureOpen();
+      for (const r of approvals.values()) {
+        if (
+          r.status === "pending" &&
+          r.kind === input.kind &&
+          r.toolId === input.toolId &&
+          r.inputHash === input.inputHash &&
+          r.principal === input.principal &&
+          r.tenant === input.tenant &&
+          r.previewHash === input.previewHash &&
+          Date.parse(r.expiresAt) > Date.parse(input.createdAt)
+        ) {
+          const receipt = appendNow(requestedEvent(r, input.invocationId, false, input.createdAt));
+          return { request: r, created: false, receipt };
+        }
+      }
+      const request: ApprovalRequest = { ...input, status: "pending" };
+      approvals.set(request.id, request);
+      return { request, created: true, receipt: appendNow(requestedEvent(request, input.invocationId, true, input.createdAt)) };
+    },
+    async getApproval(id) {
+      return approvals.get(id);
+    },
+    async listApprovals(opts = {}) {
+      const rows = [...approvals.values()].filter((r) => !opts.status || opts.status.includes(r.status));
+      return opts.limit === undefined ? rows : rows.slice(0, opts.limit);
+    },
+    async decideApproval(id: string, decision: ApprovalDecision) {
+      ensureOpen();
+      const request = approvals.get(id);
+      if (!request) throw new ToolError("approval_unknown", `no approval request ${id}`);
+      if (request.status !== "pending") throw new ToolError("approval_consumed", `approval request ${id} was already ${request.status}`);
+      if (Date.parse(request.expiresAt) <= Date.parse(decision.at)) {
+        approvals.set(id, { ...request, status: "expired" });
+        throw new ToolError("approval_expired", `approval request ${id} expired at ${request.expiresAt}`);
+      }
+      const decided: ApprovalRequest =
+        decision.kind === "grant"
+          ? { ...request, status: "granted", decidedBy: decision.approver, decidedAt: decision.at, grantTokenHash: decision.tokenHash, grantExpiresAt: decision.grantExpiresAt }
+          : { ...request, status: "denied", decidedBy: decision.approver, decidedAt: decision.at, reason: decision.reason };
+      approvals.set(id, decided);
+      const receipt = appendNow({
+        type: decision.kind === "grant" ? "approval.granted" : "approval.denied",
+        at: decision.at,
+        invocationId: request.invocationId,
+        toolId: request.toolId,
+        principal: request.principal,
+        tenant: request.tenant,
+        data: {
+          requestId: id,
+          approver: decision.approver,
+          ...(decision.kind === "grant" ? { grantExpiresAt: decision.grantExpiresAt } : { reason: decision.reason }),
+        },
+      });
+      return { request: decided, receipt };
+    },
+    async consumeGrant(check: GrantCheck, event: AuditEventInput) {
+      ensureOpen();
+      const outcome = consumeNow(check);
+      if (outcome.status === "consumed") appendNow(event);
+      return outcome;
+    },
+    async close() {
+      closed = true;
+    },
+  };
+  return journal;
+}
+
+/** The audit event for a request made or joined. Shared by every store. */
+export function requestedEvent(r: ApprovalRequest, invocationId: string, created: boolean, at: string): AuditEventInput {
+  return {
+    type: "approval.requested",
+    at,
+    invocationId,
+    toolId: r.toolId,
+    principal: r.principal,
+    tenant: r.tenant,
+    data: { requestId: r.id, kind: r.kind, previewHash: r.previewHash, inputHash: r.inputHash, target: r.target ?? null, created, expiresAt: r.expiresAt },
+  };
+}

@@ -1,0 +1,232 @@
+import type { EffectBoundary, ToolErrorCode } from "../errors.js";
+import type { Effect } from "../manifest.js";
+import type { ApprovalPreview } from "../manifest.js";
+import type { InjectionFinding } from "../untrusted.js";
+
+/**
+ * The journal: audit chain, outbox and approvals behind one async interface, so the memory,
+ * SQLite and PostgreSQL stores are interchangeable. Every method that changes state does so
+ * atomically together with the audit event that records it.
+ *
+ * Implementations must pass `describeJournal()` from `@toolgate/core/testing`.
+ */
+export interface Journal {
+  /** `memory`, `sqlite`, `postgres`, …: shown in receipts. */
+  readonly kind: string;
+
+  // ---- audit ----
+  /** Append one event to the chain; resolves once it is durable. */
+  append(event: AuditEventInput): Promise<JournalReceipt>;
+  /** Events in chain order, from `afterSeq` (exclusive). */
+  readAudit(options?: { readonly afterSeq?: number; readonly limit?: number }): Promise<readonly AuditRecord[]>;
+  /** The last event's sequence number and MAC (`seq` 0 and the genesis MAC when empty). */
+  head(): Promise<{ readonly seq: number; readonly mac: string }>;
+
+  // ---- outbox ----
+  /**
+   * Record the intent of a call before its effect. Atomic with: the idempotency-key lookup, the
+   * single-use grant consumption (when `grant` is given) and the `intent.recorded` audit event.
+   */
+  beginIntent(intent: IntentInput, options?: BeginIntentOptions): Promise<BeginIntentResult>;
+  /** Record how the call ended, bound to the intent's hash, with its audit event. */
+  settleIntent(key: string, settlement: Settlement): Promise<JournalReceipt>;
+  getIntent(key: string): Promise<OutboxEntry | undefined>;
+  listOutbox(options?: { readonly states?: readonly OutboxState[]; readonly limit?: number }): Promise<readonly OutboxEntry[]>;
+
+  // ---- approvals ----
+  /**
+   * Persist a request, or return the pending one with the same binding (the same call asked twice
+   * waits on one human decision).
+   */
+  requestApproval(request: ApprovalRequestInput): Promise<{ readonly request: ApprovalRequest; readonly created: boolean; readonly receipt: JournalReceipt }>;
+  getApproval(requestId: string): Promise<ApprovalRequest | undefined>;
+  listApprovals(options?: { readonly status?: readonly ApprovalStatus[]; readonly limit?: number }): Promise<readonly ApprovalRequest[]>;
+  /** Grant or deny a pending, unexpired request. Refuses (`approval_*`) anything else. */
+  decideApproval(requestId: string, decision: ApprovalDecision): Promise<{ readonly request: ApprovalRequest; readonly receipt: JournalReceipt }>;
+  /** Consume a grant outside an intent (releasing held output). Same checks as in beginIntent. */
+  consumeGrant(grant: GrantCheck, audit: AuditEventInput): Promise<GrantOutcome>;
+
+  /** Release resources (files, pools). */
+  close(): Promise<void>;
+}
+
+export const GENESIS_MAC = "0".repeat(64);
+
+export type AuditEventType =
+  | "call.refused"
+  | "call.completed"
+  | "call.failed"
+  | "call.replayed"
+  | "call.late_result"
+  | "intent.recorded"
+  | "intent.settled"
+  | "approval.requested"
+  | "approval.granted"
+  | "approval.denied"
+  | "approval.consumed"
+  | "approval.refused"
+  | "output.flagged"
+  | "output.held"
+  | "outbox.recovered"
+  | (string & { readonly __auditEventType?: never });
+
+export interface AuditEventInput {
+  readonly type: AuditEventType;
+  /** ISO-8601 time from the gate's clock. */
+  readonly at: string;
+  readonly invocationId?: string | undefined;
+  readonly toolId?: string | undefined;
+  readonly principal?: string | undefined;
+  readonly tenant?: string | undefined;
+  /** Secret-free, redacted, JSON-only facts. */
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+export interface AuditRecord extends AuditEventInput {
+  readonly seq: number;
+  readonly prevMac: string;
+  readonly mac: string;
+}
+
+/** Proof that something was journaled: where, which event, and its MAC. */
+export interface JournalReceipt {
+  readonly journal: string;
+  readonly seq: number;
+  readonly mac: string;
+  readonly at: string;
+}
+
+export type OutboxState = "pending" | "completed" | "failed" | "unknown";
+
+export interface IntentInput {
+  readonly key: string;
+  readonly invocationId: string;
+  readonly toolId: string;
+  readonly principal: string;
+  readonly tenant: string;
+  readonly inputHash: string;
+  /** The frozen input with secrets redacted; `inputRedacted` says whether anything was. */
+  readonly input: unknown;
+  readonly inputRedacted: boolean;
+  readonly effect: Effect;
+  readonly idempotent: boolean;
+  readonly target: string | undefined;
+  /** SHA-256 of the canonical intent (everything above); the result is bound to it. */
+  readonly intentHash: string;
+  readonly at: string;
+}
+
+export interface BeginIntentOptions {
+  /** Consume this grant atomically with the intent. */
+  readonly grant?: GrantCheck;
+  /**
+   * Take over an existing entry for a new attempt, only if it is still at this attempt count and
+   * in one of these states (compare-and-set).
+   */
+  readonly retake?: { readonly attempts: number; readonly states: readonly OutboxState[] };
+}
+
+export type BeginIntentResult =
+  | { readonly status: "started"; readonly entry: OutboxEntry; readonly receipt: JournalReceipt }
+  | { readonly status: "existing"; readonly entry: OutboxEntry }
+  | { readonly status: "grant_refused"; readonly outcome: Exclude<GrantOutcome, { readonly status: "consumed" }> };
+
+export interface RecordedResult {
+  /** The output as returned (validated, redacted). */
+  readonly output: unknown;
+  readonly outputHash: string;
+  readonly untrusted: boolean;
+  readonly findings: readonly InjectionFinding[];
+  /** Set while the output waits for a human (profile `onInjection: "hold"`). */
+  readonly heldBy?: string;
+}
+
+export interface RecordedError {
+  readonly code: ToolErrorCode;
+  readonly message: string;
+}
+
+export interface Settlement {
+  readonly state: Exclude<OutboxState, "pending">;
+  readonly boundary: EffectBoundary;
+  readonly intentHash: string;
+  readonly invocationId: string;
+  readonly at: string;
+  readonly result?: RecordedResult;
+  readonly error?: RecordedError;
+  /** Audit facts to add (describeResult, duration, late arrival…). */
+  readonly audit?: Readonly<Record<string, unknown>>;
+  /** Audit event type; default `intent.settled`. */
+  readonly eventType?: AuditEventType;
+}
+
+export interface OutboxEntry extends IntentInput {
+  readonly state: OutboxState;
+  readonly boundary: EffectBoundary;
+  readonly attempts: number;
+  readonly updatedAt: string;
+  readonly grantId?: string;
+  readonly result?: RecordedResult;
+  readonly error?: RecordedError;
+}
+
+export type ApprovalStatus = "pending" | "granted" | "denied" | "consumed" | "expired";
+
+/** What a grant is bound to. Every field must match the call that uses it. */
+export interface ApprovalBinding {
+  readonly toolId: string;
+  readonly inputHash: string;
+  readonly principal: string;
+  readonly tenant: string;
+  readonly previewHash: string;
+}
+
+export interface ApprovalRequestInput extends ApprovalBinding {
+  readonly id: string;
+  /** `call`: approve running it; `output`: release a held, flagged result. */
+  readonly kind: "call" | "output";
+  readonly preview: ApprovalPreview;
+  readonly target: string | undefined;
+  readonly invocationId: string;
+  readonly idempotencyKey: string;
+  readonly createdAt: string;
+  readonly expiresAt: string;
+}
+
+export interface ApprovalRequest extends ApprovalRequestInput {
+  readonly status: ApprovalStatus;
+  readonly decidedBy?: string;
+  readonly decidedAt?: string;
+  readonly reason?: string;
+  /** SHA-256 of the grant's secret token; the token itself is never stored. */
+  readonly grantTokenHash?: string;
+  readonly grantExpiresAt?: string;
+  readonly consumedAt?: string;
+  readonly consumedBy?: string;
+}
+
+export type ApprovalDecision =
+  | {
+      readonly kind: "grant";
+      readonly approver: string;
+      readonly tokenHash: string;
+      readonly grantExpiresAt: string;
+      readonly at: string;
+    }
+  | { readonly kind: "deny"; readonly approver: string; readonly reason: string; readonly at: string };
+
+export interface GrantCheck {
+  readonly requestId: string;
+  readonly tokenHash: string;
+  readonly binding: ApprovalBinding;
+  /** The invocation that consumes it. */
+  readonly invocationId: string;
+  readonly at: string;
+}
+
+export type GrantOutcome =
+  | { readonly status: "consumed"; readonly request: ApprovalRequest; readonly receipt: JournalReceipt }
+  | {
+      readonly status: "unknown" | "mismatch" | "expired" | "already_consumed" | "denied" | "not_granted";
+      readonly mismatched?: readonly (keyof ApprovalBinding | "token")[];
+    };

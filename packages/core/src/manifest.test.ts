@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ToolError } from "./errors.js";
+import { defineFamily } from "./family.js";
+import { defineTool, type ToolDefinition } from "./manifest.js";
+
+const valid = {
+  id: "demo.do_thing",
+  title: "Do a thing",
+  description: "Does a thing.",
+  input: z.object({ x: z.number() }),
+  output: z.object({ y: z.number() }),
+  actionType: "compute",
+  effect: "write",
+  requiredAllowlist: ["demo:write"],
+  risk: "medium",
+  approval: "never",
+  idempotent: true,
+  retryable: true,
+  reversible: true,
+  runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
+  untrustedOutput: false,
+  handler: (input: { x: number }) => ({ y: input.x }),
+} as const;
+
+type AnyDef = ToolDefinition<string, z.ZodType, z.ZodType, string>;
+const attempt = (overrides: Partial<Record<keyof AnyDef, unknown>>) => () => defineTool({ ...valid, ...overrides } as unknown as AnyDef);
+
+describe("defineTool refuses a bad manifest with a clear message", () => {
+  const cases: [string, Partial<Record<keyof AnyDef, unknown>>, RegExp][] = [
+    ["id without a family", { id: "dothing" }, /id must match/],
+    ["id with capitals", { id: "demo.DoThing" }, /id must match/],
+    ["id with a dash", { id: "demo.do-thing" }, /id must match/],
+    ["id too long", { id: `demo.${"a".repeat(70)}` }, /at most 64/],
+    ["no description", { description: " " }, /description is required/],
+    ["input not a schema", { input: { type: "object" } }, /input must be a zod schema/],
+    ["unknown effect", { effect: "mutate" }, /effect must be one of/],
+    ["unknown risk", { risk: "extreme" }, /risk must be one of/],
+    ["broad token", { requiredAllowlist: ["external:write"] }, /too broad/],
+    ["wildcard token", { requiredAllowlist: ["demo:*"] }, /area:verb|too broad/],
+    ["no token on a write", { requiredAllowlist: [] }, /must require a token/],
+    ["approval without preview", { approval: "always" }, /must define preview/],
+    ["predicate approval without preview", { approval: () => true }, /must define preview/],
+    ["high-risk write that never asks", { risk: "high" }, /cannot declare approval "never"/],
+    ["critical destructive that never asks", { effect: "destructive", risk: "critical" }, /cannot declare approval "never"/],
+    ["egress without provider", { dataEgress: true, dataClass: "personal" }, /egress to whom/],
+    ["egress without class", { dataEgress: true, provider: "x" }, /needs a dataClass/],
+    ["connector for another provider", { provider: "a", connector: { provider: "b", scopes: ["s"] } }, /differs from provider/],
+    ["connector without scopes", { connector: { provider: "a", scopes: [] } }, /at least one scope/],
+    ["missing isolation", { runtimeIsolation: { network: "none" } }, /runtimeIsolation/],
+    ["bad timeout", { timeoutMs: -1 }, /timeoutMs/],
+    ["no handler", { handler: undefined }, /handler must be a function/],
+  ];
+  for (const [label, overrides, message] of cases) {
+    it(label, () => {
+      expect(attempt(overrides)).toThrow(message);
+      try {
+        attempt(overrides)();
+      } catch (error) {
+        expect(ToolError.is(error, "manifest_invalid")).toBe(true);
+      }
+    });
+  }
+
+  it("accepts a valid manifest, derives sovereignty, hides the handler", () => {
+    const tool = defineTool(valid);
+    expect(tool.sovereignty).toBe("sovereign");
+    expect(tool.visibility).toBe("default");
+    expect(tool.timeoutMs).toBe(30_000);
+    expect(Object.isFrozen(tool)).toBe(true);
+    expect("handler" in tool).toBe(false);
+    expect(defineTool({ ...valid, provider: "x" }).sovereignty).toBe("connected-read");
+    expect(defineTool({ ...valid, provider: "x", dataEgress: true, dataClass: "personal" }).sovereignty).toBe("connected-egress");
+  });
+});
+
+describe("defineFamily", () => {
+  it("refuses tokens the family does not declare, ids of another family, and foreign permissions", () => {
+    const tool = defineTool(valid);
+    expect(() => defineFamily({ name: "demo", tools: [tool], permissions: ["demo:read"] })).toThrow(/requires demo:write, not in the family's permissions/);
+    expect(() => defineFamily({ name: "other", tools: [tool], permissions: ["demo:write"] })).toThrow(/does not belong to family other/);
+    expect(() => defineFamily({ name: "demo", tools: [tool], permissions: ["demo:write", "gmail:send"] })).toThrow(/must be family-specific/);
+    expect(() => defineFamily({ name: "demo", tools: [tool, tool], permissions: ["demo:write"] })).toThrow(/appears twice/);
+    expect(() => defineFamily({ name: "demo", tools: [], permissions: [] })).toThrow(/at least one tool/);
+  });
+
+  it("allows the shared boundary tokens without declaring them", () => {
+    const tool = defineTool({ ...valid, requiredAllowlist: ["demo:write", "verifier:command"] });
+    expect(defineFamily({ name: "demo", tools: [tool], permissions: ["demo:write"] }).tools).toHaveLength(1);
+  });
+});
