@@ -88,6 +88,7 @@ export type {
   IntentInput,
   BeginIntentOptions,
   BeginIntentResult,
+  ClaimOutboxOptions,
   Settlement,
   RecordedResult,
   RecordedError,

@@ -11,6 +11,7 @@ import {
   type AuditRecord,
   type BeginIntentOptions,
   type BeginIntentResult,
+  type ClaimOutboxOptions,
   type GrantCheck,
   type GrantOutcome,
   type IntentInput,
@@ -172,6 +173,28 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
     },
     async getIntent(key) {
       return outbox.get(key);
+    },
+    async claimOutbox(opts: ClaimOutboxOptions) {
+      ensureOpen();
+      const cutoff = Date.parse(opts.updatedBefore);
+      const claimed: OutboxEntry[] = [];
+      for (const entry of outbox.values()) {
+        if (claimed.length >= opts.limit) break;
+        if (!opts.states.includes(entry.state) || Date.parse(entry.updatedAt) >= cutoff) continue;
+        const next: OutboxEntry = { ...entry, attempts: entry.attempts + 1, updatedAt: opts.at };
+        outbox.set(entry.key, next);
+        claimed.push(next);
+        appendNow({
+          type: "outbox.claimed",
+          at: opts.at,
+          invocationId: entry.invocationId,
+          toolId: entry.toolId,
+          principal: entry.principal,
+          tenant: entry.tenant,
+          data: { key: entry.key, claimant: opts.claimant, attempt: next.attempts, state: entry.state },
+        });
+      }
+      return claimed;
     },
     async listOutbox(opts = {}) {
       const rows = [...outbox.values()].filter((e) => !opts.states || opts.states.includes(e.state));

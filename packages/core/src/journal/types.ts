@@ -32,6 +32,12 @@ export interface Journal {
   settleIntent(key: string, settlement: Settlement): Promise<JournalReceipt>;
   getIntent(key: string): Promise<OutboxEntry | undefined>;
   listOutbox(options?: { readonly states?: readonly OutboxState[]; readonly limit?: number }): Promise<readonly OutboxEntry[]>;
+  /**
+   * Claim entries for recovery: atomically take up to `limit` entries in one of `states` whose
+   * `updatedAt` is before `updatedBefore`, bump their `attempts` and set `updatedAt` to `at`, so no
+   * other worker claims the same entry. Concurrent claimants get disjoint sets.
+   */
+  claimOutbox(options: ClaimOutboxOptions): Promise<readonly OutboxEntry[]>;
 
   // ---- approvals ----
   /**
@@ -130,6 +136,15 @@ export type BeginIntentResult =
   | { readonly status: "started"; readonly entry: OutboxEntry; readonly receipt: JournalReceipt }
   | { readonly status: "existing"; readonly entry: OutboxEntry }
   | { readonly status: "grant_refused"; readonly outcome: Exclude<GrantOutcome, { readonly status: "consumed" }> };
+
+export interface ClaimOutboxOptions {
+  readonly states: readonly OutboxState[];
+  readonly updatedBefore: string;
+  readonly limit: number;
+  /** Who claims (a worker id), recorded in the audit event. */
+  readonly claimant: string;
+  readonly at: string;
+}
 
 export interface RecordedResult {
   /** The output as returned (validated, redacted). */

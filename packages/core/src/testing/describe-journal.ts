@@ -148,6 +148,26 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
       expect(twice.status).toBe("existing");
     }));
 
+    it("claims stale entries for recovery once, even with concurrent claimants", withJournal(async ({ journal, reopen }) => {
+      for (let i = 0; i < 6; i++) await journal.beginIntent(sampleIntent(`stale${i}`, { at: at(i) }));
+      const fresh = sampleIntent("fresh", { at: at(60_000) });
+      await journal.beginIntent(fresh);
+      const other = reopen ? await reopen() : journal;
+      const claims = await Promise.all([
+        journal.claimOutbox({ states: ["pending"], updatedBefore: at(30_000), limit: 10, claimant: "w1", at: at(90_000) }),
+        other.claimOutbox({ states: ["pending"], updatedBefore: at(30_000), limit: 10, claimant: "w2", at: at(90_000) }),
+      ]);
+      if (other !== journal) await other.close();
+      const keys = claims.flat().map((e) => e.key).sort();
+      expect(keys).toEqual(["stale0", "stale1", "stale2", "stale3", "stale4", "stale5"]);
+      for (const entry of claims.flat()) expect(entry.attempts).toBe(2);
+      // Claimed entries were touched: a second pass with the same cutoff finds nothing.
+      expect(await journal.claimOutbox({ states: ["pending"], updatedBefore: at(30_000), limit: 10, claimant: "w3", at: at(95_000) })).toEqual([]);
+      // The retake of a claimed entry is a compare-and-set on the new attempt count.
+      const retake = await journal.beginIntent(sampleIntent("stale0"), { retake: { attempts: 2, states: ["pending"] } });
+      expect(retake.status).toBe("started");
+    }));
+
     it("joins a pending approval request with the same binding", withJournal(async ({ journal }) => {
       const a = await journal.requestApproval(sampleRequest("r1"));
       const b = await journal.requestApproval({ ...sampleRequest("r2"), inputHash: a.request.inputHash, previewHash: a.request.previewHash });
