@@ -1,6 +1,6 @@
 import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { medianMicros, row } from "./measure.js";
+import { compareMicros, row } from "./measure.js";
 
 /** A small pure tool: the gate's own cost dominates. */
 export async function benchGateOverhead(): Promise<string[]> {
@@ -31,14 +31,19 @@ export async function benchGateOverhead(): Promise<string[]> {
   const args = { text: "governed tools for agents that hold a real mailbox" };
   const call = { principal: "bench-agent", tenant: "bench", profile };
 
-  const bare = await medianMicros(() => count(args));
-  const zodOnly = await medianMicros(() => count(input.parse(args)));
-  const gated = await medianMicros(async () => {
-    const result = await gate.invoke("bench.count_words", args, call);
-    if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);
+  const m = await compareMicros({
+    bare: () => count(args),
+    zod: () => count(input.parse(args)),
+    gate: async () => {
+      const result = await gate.invoke("bench.count_words", args, call);
+      if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);
+    },
   });
+  const bare = m["bare"]!;
+  const zodOnly = m["zod"]!;
+  const gated = m["gate"]!;
   return [
-    "gate overhead — small pure tool (median of 200 batches × 200 calls)",
+    "gate overhead — small pure tool (median of 300 interleaved rounds × 200 calls)",
     row("bare handler call", bare),
     row("handler behind zod validation", zodOnly, bare),
     row("gate.invoke, memory journal", gated, bare),

@@ -1,18 +1,37 @@
-/** Median microseconds per call of `fn`, measured in batches so timer overhead does not dominate. */
-export async function medianMicros(fn: () => unknown, options: { batches?: number; batchSize?: number; warmup?: number } = {}): Promise<number> {
-  const batches = options.batches ?? 200;
+/**
+ * Median microseconds per call for each contender, measured in interleaved rounds: every round
+ * runs one batch of each, so load that comes and goes on the machine touches all of them alike.
+ */
+export async function compareMicros(
+  contenders: Readonly<Record<string, () => unknown>>,
+  options: { rounds?: number; batchSize?: number; warmup?: number } = {},
+): Promise<Record<string, number>> {
+  const rounds = options.rounds ?? 300;
   const batchSize = options.batchSize ?? 200;
-  const warmup = options.warmup ?? 2000;
-  for (let i = 0; i < warmup; i++) await fn();
+  const warmup = options.warmup ?? 5000;
+  const names = Object.keys(contenders);
+  for (const name of names) for (let i = 0; i < warmup; i++) await contenders[name]!();
   (globalThis as { gc?: () => void }).gc?.();
-  const samples: number[] = [];
-  for (let b = 0; b < batches; b++) {
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < batchSize; i++) await fn();
-    samples.push(Number(process.hrtime.bigint() - start) / 1000 / batchSize);
+  const samples = new Map<string, number[]>(names.map((n) => [n, []]));
+  for (let r = 0; r < rounds; r++) {
+    for (const name of names) {
+      const fn = contenders[name]!;
+      const start = process.hrtime.bigint();
+      for (let i = 0; i < batchSize; i++) await fn();
+      samples.get(name)!.push(Number(process.hrtime.bigint() - start) / 1000 / batchSize);
+    }
   }
-  samples.sort((a, b) => a - b);
-  return samples[Math.floor(samples.length / 2)]!;
+  const result: Record<string, number> = {};
+  for (const [name, list] of samples) {
+    list.sort((a, b) => a - b);
+    result[name] = list[Math.floor(list.length / 2)]!;
+  }
+  return result;
+}
+
+/** Median microseconds per call of one function. */
+export async function medianMicros(fn: () => unknown, options: { rounds?: number; batchSize?: number; warmup?: number } = {}): Promise<number> {
+  return (await compareMicros({ fn }, options))["fn"]!;
 }
 
 export function row(label: string, micros: number, baseline?: number): string {

@@ -11,6 +11,7 @@ import { createRedactor, type Redactor } from "../redactor.js";
 import { registryInternals, type RegisteredTool, type ToolById, type ToolIdOf, type ToolInput, type ToolOutput, type ToolRegistry } from "../registry.js";
 import { fenceUntrusted, scanForInjection, type InjectionFinding } from "../untrusted.js";
 import { checkGrant } from "../journal/grant-check.js";
+import { HandlerRun } from "./run-handler.js";
 import { createApprovalDesk, type ApprovalDesk, type ApprovalGrant } from "./approvals.js";
 import type { ApprovalRequiredResult, DeniedResult, ErrorResult, InvokeResult, OkResult } from "./results.js";
 
@@ -76,6 +77,7 @@ const DEFAULT_REQUEST_TTL_MS = 24 * 60 * 60_000;
 const DEFAULT_MAX_INPUT_BYTES = 1024 * 1024;
 const MAX_PREVIEW_BYTES = 256 * 1024;
 const MAX_KEY_LENGTH = 256;
+const NO_FINDINGS: readonly InjectionFinding[] = Object.freeze([]);
 
 /** Everything one call carries from step to step. */
 interface CallState {
@@ -99,7 +101,16 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
   const { registry, journal } = options;
   const { tools } = registryInternals(registry);
   const clock = options.clock ?? Date.now;
-  const iso = (ms: number = clock()): string => new Date(ms).toISOString();
+  // Most events of a call fall in the same millisecond: format each millisecond once.
+  let isoMs = Number.NaN;
+  let isoText = "";
+  const iso = (ms: number = clock()): string => {
+    if (ms !== isoMs) {
+      isoMs = ms;
+      isoText = new Date(ms).toISOString();
+    }
+    return isoText;
+  };
   const redactor = createRedactor(options.secrets ?? []);
   const requestTtlMs = options.approvalRequestTtlMs ?? DEFAULT_REQUEST_TTL_MS;
   const maxInputBytes = options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
@@ -205,25 +216,24 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     }
   };
 
-  const validateInput = async (state: CallState): Promise<Refusal | undefined> => {
+  /** Parse with the tool's schema; on failure, the error plus the issues and JSON Schema a model can retry with. */
+  const validateInput = (state: CallState): { error: ToolError; issues: ErrorResult["issues"] } | undefined => {
     const manifest = state.tool!.manifest;
     let parsed: z.ZodSafeParseResult<unknown>;
     try {
       parsed = manifest.input.safeParse(state.parsed);
     } catch (cause) {
-      return refuse(state, "error", new ToolError("invalid_input", `input for ${manifest.id} could not be validated: ${redactor.redactText(errorText(cause))}`, { cause }));
+      return { error: new ToolError("invalid_input", `input for ${manifest.id} could not be validated: ${redactor.redactText(errorText(cause))}`, { cause }), issues: [] };
     }
     if (parsed.success) {
       state.parsed = parsed.data;
       return undefined;
     }
     const issues = parsed.error.issues.map((i: z.core.$ZodIssue) => ({ path: i.path.map(String).join(".") || "(root)", message: i.message, code: i.code }));
-    return refuse(
-      state,
-      "error",
-      new ToolError("invalid_input", `input for ${manifest.id} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`),
-      { issues, inputSchema: state.tool!.descriptor.inputSchema },
-    );
+    return {
+      error: new ToolError("invalid_input", `input for ${manifest.id} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`),
+      issues,
+    };
   };
 
   const checkPolicy = (state: CallState): ToolError | undefined => {
@@ -389,7 +399,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
       if (released !== true) return released;
     }
     const receipt = await audit(state, "call.replayed", { key, intentHash: entry.intentHash, outputHash: result.outputHash, originalInvocationId: entry.invocationId });
-    return okResult(state, result.output, result.findings, true, key, receipt);
+    return okResult(state, result.output, result.findings, true, receipt);
   };
 
   const replayedError = async (state: CallState, entry: OutboxEntry): Promise<ErrorResult> => {
@@ -499,11 +509,11 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     output: unknown,
     findings: readonly InjectionFinding[],
     replayed: boolean,
-    key: string,
     receipt: JournalReceipt | null,
+    canonicalOutput?: string,
   ): OkResult<unknown> => {
     const manifest = state.tool!.manifest;
-    const json = JSON.stringify(output ?? null);
+    const json = canonicalOutput ?? canonicalJson(output ?? null);
     return {
       status: "ok",
       toolId: manifest.id,
@@ -518,212 +528,164 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     };
   };
 
-  const execute = async (
-    state: CallState,
-    key: string,
-    intent: IntentInput | undefined,
-  ): Promise<InvokeResult<unknown>> => {
+  /** Record a failed call (in the outbox when it has an intent) and shape its result. */
+  const settleFailure = async (state: CallState, key: string, intent: IntentInput | undefined, boundary: EffectBoundary, error: ToolError): Promise<ErrorResult> => {
+    const manifest = state.tool!.manifest;
+    const message = redactor.redactText(error.message);
+    let receipt: JournalReceipt | null;
+    if (intent) {
+      try {
+        receipt = await journal.settleIntent(key, {
+          state: boundary === "effect_state_unknown" ? "unknown" : "failed",
+          boundary,
+          intentHash: intent.intentHash,
+          invocationId: state.invocationId,
+          at: iso(),
+          error: { code: error.code, message },
+          audit: { durationMs: clock() - state.startedAt },
+        });
+      } catch {
+        receipt = null;
+      }
+    } else {
+      receipt = await audit(state, "call.failed", { code: error.code, message, boundary, inputHash: state.inputHash });
+    }
+    const details = error.details === undefined ? undefined : redactor.redact(error.details);
+    return {
+      status: "error",
+      toolId: manifest.id,
+      invocationId: state.invocationId,
+      receipt,
+      code: error.code,
+      message,
+      boundary,
+      retryable: error.retryable || (boundary !== "effect_state_unknown" && manifest.retryable && error.code !== "output_invalid"),
+      ...(details === undefined ? {} : { details }),
+    };
+  };
+
+  /** The error for a body that threw, and where its effect stands. */
+  const thrownError = (manifest: AnyToolManifest, cause: unknown): [EffectBoundary, ToolError] => {
+    if (ToolError.is(cause)) return [cause.boundary ?? "effect_failed", cause];
+    const boundary: EffectBoundary = isSideEffectful(manifest.effect) ? "effect_state_unknown" : "effect_failed";
+    return [boundary, new ToolError("handler_failed", `${manifest.id} failed: ${errorText(cause).slice(0, 500)}`, { cause })];
+  };
+
+  /** Cancelled or past its deadline once the body had started: a write's effect may have happened. */
+  const abortedError = (manifest: AnyToolManifest, why: "timeout" | "cancelled"): [EffectBoundary, ToolError] => {
+    const sideEffectful = isSideEffectful(manifest.effect);
+    const boundary: EffectBoundary = sideEffectful ? "effect_state_unknown" : "effect_failed";
+    return why === "timeout"
+      ? [boundary, new ToolError("timeout", `${manifest.id} did not finish within ${manifest.timeoutMs} ms`, { retryable: !sideEffectful })]
+      : [boundary, new ToolError("cancelled", `${manifest.id} was cancelled`)];
+  };
+
+  const contextFor = (state: CallState, key: string, run: HandlerRun, connector: ConnectorHandle | undefined): ToolContext => ({
+    get signal() {
+      return run.signal;
+    },
+    idempotencyKey: key,
+    effect: identity(state),
+    progress: (event: ProgressEvent) => {
+      const listener = state.call.onProgress;
+      if (!listener || run.aborted) return;
+      try {
+        listener(redactor.redact({ message: String(event?.message ?? ""), ...(event?.fraction === undefined ? {} : { fraction: event.fraction }), ...(event?.data ? { data: event.data } : {}) }));
+      } catch {
+        // a listener's failure is not the tool's
+      }
+    },
+    connector,
+    verifier: options.verifier,
+    workspace: options.workspace,
+    registerSecret: (value: string) => redactor.register(value),
+  });
+
+  // steps 8–12: execute, validate output, redact, scan and fence, journal the result
+  const execute = async (state: CallState, key: string, intent: IntentInput | undefined): Promise<InvokeResult<unknown>> => {
     const tool = state.tool!;
     const manifest = tool.manifest;
-    const sideEffectful = isSideEffectful(manifest.effect);
-    // The body's AbortController is made only when something asks for the signal: most calls
-    // finish without ever looking, and an AbortController is a large share of a pure call's cost.
-    let controller: AbortController | undefined;
-    let abortedWhy: Error | undefined;
-    let timedOut = false;
-    let wake: ((value: "aborted") => void) | undefined;
-    const abortNow = (why: Error): void => {
-      if (abortedWhy) return;
-      abortedWhy = why;
-      controller?.abort(why);
-      wake?.("aborted");
-    };
-    const signalOf = (): AbortSignal => {
-      if (!controller) {
-        controller = new AbortController();
-        if (abortedWhy) controller.abort(abortedWhy);
-      }
-      return controller.signal;
-    };
-    const onCallerAbort = (): void => abortNow(state.call.signal?.reason instanceof Error ? state.call.signal.reason : new Error("cancelled"));
-    state.call.signal?.addEventListener("abort", onCallerAbort, { once: true });
-    const deadline = setTimeout(() => {
-      timedOut = true;
-      abortNow(new Error("deadline"));
-    }, manifest.timeoutMs);
-    const cleanup = (): void => {
-      clearTimeout(deadline);
-      state.call.signal?.removeEventListener("abort", onCallerAbort);
-    };
-
-    const settle = async (
-      boundary: EffectBoundary,
-      error: ToolError,
-      eventData: Record<string, unknown> = {},
-    ): Promise<ErrorResult> => {
-      const message = redactor.redactText(error.message);
-      const outboxState: OutboxState = boundary === "effect_state_unknown" ? "unknown" : "failed";
-      let receipt: JournalReceipt | null;
-      if (intent) {
-        try {
-          receipt = await journal.settleIntent(key, {
-            state: outboxState,
-            boundary,
-            intentHash: intent.intentHash,
-            invocationId: state.invocationId,
-            at: iso(),
-            error: { code: error.code, message },
-            audit: redactor.redact({ durationMs: clock() - state.startedAt, ...eventData }),
-          });
-        } catch {
-          receipt = null;
-        }
-      } else {
-        receipt = await audit(state, "call.failed", { code: error.code, message, boundary, inputHash: state.inputHash, ...eventData });
-      }
-      const details = error.details === undefined ? undefined : redactor.redact(error.details);
-      return {
-        status: "error",
-        toolId: manifest.id,
-        invocationId: state.invocationId,
-        receipt,
-        code: error.code,
-        message,
-        boundary,
-        retryable: error.retryable || (boundary !== "effect_state_unknown" && manifest.retryable && error.code !== "output_invalid"),
-        ...(details === undefined ? {} : { details }),
-      };
-    };
-
-    /** Cancelled or past its deadline once the body had started: the effect may have happened. */
-    const settleAborted = (): Promise<ErrorResult> => {
-      const boundary: EffectBoundary = sideEffectful ? "effect_state_unknown" : "effect_failed";
-      return timedOut
-        ? settle(boundary, new ToolError("timeout", `${manifest.id} did not finish within ${manifest.timeoutMs} ms`, { retryable: !sideEffectful }))
-        : settle(boundary, new ToolError("cancelled", `${manifest.id} was cancelled`));
-    };
-
-    try {
-      if (abortedWhy || state.call.signal?.aborted) {
-        return await settle("effect_not_started", new ToolError("cancelled", `${manifest.id} was cancelled before it started`));
-      }
-      let connector: ConnectorHandle | undefined;
-      if (manifest.connector) {
-        try {
-          connector = await openConnector(state, signalOf());
-        } catch (cause) {
-          const err = ToolError.is(cause) ? cause : new ToolError("connector_unavailable", `could not open connector ${manifest.connector.provider}`, { cause });
-          return await settle("effect_not_started", err);
-        }
-      }
-      const ctx: ToolContext = {
-        get signal() {
-          return signalOf();
-        },
-        idempotencyKey: key,
-        effect: identity(state),
-        progress: (event: ProgressEvent) => {
-          if (!state.call.onProgress || abortedWhy) return;
-          try {
-            state.call.onProgress(redactor.redact({ message: String(event?.message ?? ""), ...(event?.fraction === undefined ? {} : { fraction: event.fraction }), ...(event?.data ? { data: event.data } : {}) }));
-          } catch {
-            // a listener's failure is not the tool's
-          }
-        },
-        connector,
-        verifier: options.verifier,
-        workspace: options.workspace,
-        registerSecret: (value: string) => redactor.register(value),
-      };
-
-      const run = Promise.resolve().then(() => tool.handler(state.parsed, ctx));
-      const aborted = new Promise<"aborted">((resolve) => {
-        if (abortedWhy) resolve("aborted");
-        wake = resolve;
-      });
-      let raw: unknown;
+    if (state.call.signal?.aborted) {
+      return settleFailure(state, key, intent, "effect_not_started", new ToolError("cancelled", `${manifest.id} was cancelled before it started`));
+    }
+    const run = new HandlerRun(manifest.timeoutMs, state.call.signal);
+    let connector: ConnectorHandle | undefined;
+    if (manifest.connector) {
       try {
-        const winner = await Promise.race([run.then((value) => ({ value })), aborted]);
-        if (winner === "aborted") {
-          watchLate(state, key, intent, run);
-          return await settleAborted();
-        }
-        raw = winner.value;
+        connector = await openConnector(state, run.signal);
       } catch (cause) {
-        if (abortedWhy) {
-          // The body gave up because of the abort: report the abort, not the body's error.
-          return await settleAborted();
-        }
-        if (ToolError.is(cause)) {
-          const boundary = cause.boundary ?? "effect_failed";
-          return await settle(boundary, cause);
-        }
-        const boundary: EffectBoundary = sideEffectful ? "effect_state_unknown" : "effect_failed";
-        return await settle(boundary, new ToolError("handler_failed", `${manifest.id} failed: ${errorText(cause).slice(0, 500)}`, { cause }));
+        const err = ToolError.is(cause) ? cause : new ToolError("connector_unavailable", `could not open connector ${manifest.connector.provider}`, { cause });
+        return settleFailure(state, key, intent, "effect_not_started", err);
       }
+    }
+    const ctx = contextFor(state, key, run, connector);
+    const started = run.start(() => tool.handler(state.parsed, ctx));
+    const outcome = started instanceof Promise ? await started : started;
+    if (outcome.kind === "aborted") {
+      watchLate(state, key, intent, outcome.late);
+      return settleFailure(state, key, intent, ...abortedError(manifest, outcome.why));
+    }
+    if (outcome.kind === "threw") return settleFailure(state, key, intent, ...thrownError(manifest, outcome.error));
 
-      // step 9: validate output
-      const checked = manifest.output.safeParse(raw);
-      if (!checked.success) {
-        const issues = checked.error.issues.map((i: z.core.$ZodIssue) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`);
-        return await settle("effect_completed", new ToolError("output_invalid", `${manifest.id} returned output that does not match its schema: ${issues.join("; ")}`));
-      }
-      // step 10: redact
-      const output = redactor.redact(checked.data);
-      // step 11: scan and fence
-      const findings = manifest.untrustedOutput ? scanForInjection(output) : [];
-      const outputHash = hashCanonical(output ?? null);
-      const described = describe(manifest, output);
-      const hold = findings.length > 0 && state.call.profile.onInjection === "hold";
-      let held: ApprovalRequiredResult | Refusal | undefined;
-      if (hold) {
-        const preview: ApprovalPreview = {
-          summary: `Output of ${manifest.id} contains text that reads like instructions; release it to the model?`,
-          details: { findings: findings.map((f) => ({ rule: f.rule, path: f.path, excerpt: f.excerpt })) },
-        };
-        held = await requestApproval(state, "output", preview, hashCanonical(preview), key, findings);
-      }
-      const heldBy = held?.status === "approval_required" ? held.requestId : undefined;
-      // step 12: journal the result, bound to the intent
-      let receipt: JournalReceipt | null = null;
-      if (intent) {
-        try {
-          receipt = await journal.settleIntent(key, {
-            state: "completed",
+    // step 9: validate output
+    let checked: z.ZodSafeParseResult<unknown>;
+    try {
+      checked = manifest.output.safeParse(outcome.value);
+    } catch (cause) {
+      return settleFailure(state, key, intent, "effect_completed", new ToolError("output_invalid", `${manifest.id}'s output could not be validated`, { cause }));
+    }
+    if (!checked.success) {
+      const issues = checked.error.issues.map((i: z.core.$ZodIssue) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`);
+      return settleFailure(state, key, intent, "effect_completed", new ToolError("output_invalid", `${manifest.id} returned output that does not match its schema: ${issues.join("; ")}`));
+    }
+    // step 10: redact
+    const output = redactor.redact(checked.data);
+    // step 11: scan untrusted output (it is fenced when the result is shaped)
+    const findings = manifest.untrustedOutput ? scanForInjection(output) : NO_FINDINGS;
+    const outputJson = canonicalJson(output ?? null);
+    const outputHash = sha256Hex(outputJson);
+    const described = describe(manifest, output);
+    const flagged = findings.length > 0 ? { flagged: findings.map((f) => f.rule) } : undefined;
+    let held: ApprovalRequiredResult | Refusal | undefined;
+    if (flagged && state.call.profile.onInjection === "hold") {
+      const preview: ApprovalPreview = {
+        summary: `Output of ${manifest.id} contains text that reads like instructions; release it to the model?`,
+        details: { findings: findings.map((f) => ({ rule: f.rule, path: f.path, excerpt: f.excerpt })) },
+      };
+      held = await requestApproval(state, "output", preview, hashCanonical(preview), key, findings);
+    }
+    const heldBy = held?.status === "approval_required" ? held.requestId : undefined;
+    // step 12: journal the result, bound to the intent
+    let receipt: JournalReceipt | null;
+    if (intent) {
+      try {
+        receipt = await journal.settleIntent(key, {
+          state: "completed",
           boundary: "effect_completed",
           intentHash: intent.intentHash,
           invocationId: state.invocationId,
           at: iso(),
           result: { output, outputHash, untrusted: manifest.untrustedOutput, findings, ...(heldBy === undefined ? {} : { heldBy }) },
-            audit: redactor.redact({ durationMs: clock() - state.startedAt, result: described, ...(findings.length > 0 ? { flagged: findings.map((f) => f.rule) } : {}) }),
-          });
-        } catch {
-          // The effect happened; the outbox entry stays pending for recovery. Say so rather than hide it.
-          return {
-            status: "error",
-            toolId: manifest.id,
-            invocationId: state.invocationId,
-            receipt: null,
-            code: "journal_failed",
-            message: `${manifest.id} completed, but its result could not be journaled; recovery will find the intent`,
-            boundary: "effect_completed",
-            retryable: false,
-          };
-        }
-      } else {
-        receipt = await audit(state, "call.completed", {
-          inputHash: state.inputHash,
-          outputHash,
-          result: described,
-          durationMs: clock() - state.startedAt,
-          ...(findings.length > 0 ? { flagged: findings.map((f) => f.rule) } : {}),
+          audit: redactor.redact({ durationMs: clock() - state.startedAt, result: described, ...flagged }),
         });
+      } catch {
+        // The effect happened; the outbox entry stays pending for recovery. Say so rather than hide it.
+        return {
+          status: "error",
+          toolId: manifest.id,
+          invocationId: state.invocationId,
+          receipt: null,
+          code: "journal_failed",
+          message: `${manifest.id} completed, but its result could not be journaled; recovery will find the intent`,
+          boundary: "effect_completed",
+          retryable: false,
+        };
       }
-      if (held) return held;
-      return okResult(state, output, findings, false, key, receipt);
-    } finally {
-      cleanup();
+    } else {
+      receipt = await audit(state, "call.completed", { inputHash: state.inputHash, outputHash, result: described, durationMs: clock() - state.startedAt, ...flagged });
     }
+    if (held) return held;
+    return okResult(state, output, findings, false, receipt, outputJson);
   };
 
   /** A handler that outlived its deadline: its late result is journaled, never returned. */
@@ -774,8 +736,8 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     const unfrozen = freezeInput(state, input);
     if (unfrozen) return refuse(state, "error", unfrozen, { inputSchema: state.tool!.descriptor.inputSchema });
     // 3. validate
-    const invalid = await validateInput(state);
-    if (invalid) return invalid;
+    const invalid = validateInput(state);
+    if (invalid) return refuse(state, "error", invalid.error, { ...(invalid.issues ? { issues: invalid.issues } : {}), inputSchema: state.tool!.descriptor.inputSchema });
     // 4. policy
     const denial = checkPolicy(state);
     if (denial) return refuse(state, "denied", denial);

@@ -6,16 +6,16 @@ export type AuditKey = string | Uint8Array;
 
 /** The fields a MAC covers, in canonical form. Stores persist exactly these. */
 export function auditPayload(seq: number, event: AuditEventInput): string {
-  return canonicalJson({
-    seq,
-    at: event.at,
-    type: event.type,
-    invocationId: event.invocationId,
-    toolId: event.toolId,
-    principal: event.principal,
-    tenant: event.tenant,
-    data: event.data,
-  });
+  // The envelope's keys are fixed, so it is written in canonical (sorted) order directly; only
+  // `data` needs the general canonicalizer. Equal to canonicalJson of the whole envelope.
+  let out = `{"at":${JSON.stringify(event.at)},"data":${canonicalJson(event.data)}`;
+  if (event.invocationId !== undefined) out += `,"invocationId":${JSON.stringify(event.invocationId)}`;
+  if (event.principal !== undefined) out += `,"principal":${JSON.stringify(event.principal)}`;
+  if (!Number.isSafeInteger(seq)) throw new TypeError("audit seq must be a safe integer");
+  out += `,"seq":${seq}`;
+  if (event.tenant !== undefined) out += `,"tenant":${JSON.stringify(event.tenant)}`;
+  if (event.toolId !== undefined) out += `,"toolId":${JSON.stringify(event.toolId)}`;
+  return `${out},"type":${JSON.stringify(event.type)}}`;
 }
 
 // Importing a raw key on every MAC costs more than the MAC; keep the imported key per raw key.

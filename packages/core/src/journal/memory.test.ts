@@ -74,3 +74,14 @@ describe("verifyAuditChain finds tampering", () => {
     expect(verifyAuditChain(await chain(), { key: "another key" }).ok).toBe(false);
   });
 });
+
+describe("auditPayload", () => {
+  it("is the canonical JSON of the whole envelope", async () => {
+    const { auditPayload } = await import("./audit-chain.js");
+    const { canonicalJson } = await import("../canonical-json.js");
+    const full = { type: "t", at: "2026-01-01T00:00:00.000Z", invocationId: "i", toolId: "a.b", principal: "p", tenant: "x", data: { z: 1, a: [2, { y: 1, b: 2 }] } };
+    expect(auditPayload(7, full)).toBe(canonicalJson({ ...full, seq: 7 }));
+    const sparse = { type: "t", at: "2026-01-01T00:00:00.000Z", data: {} };
+    expect(auditPayload(1, sparse)).toBe(canonicalJson({ ...sparse, seq: 1 }));
+  });
+});
