@@ -101,7 +101,57 @@ export type {
   GrantOutcome,
 } from "./journal/types.js";
 
+export { recoverOutbox, resolveOutboxEntry } from "./recovery.js";
+export type { RecoverOutboxOptions, RecoveryReport, RecoveredEntry, ResolveOutboxOptions } from "./recovery.js";
+
 export { buildInventory } from "./inventory.js";
 export type { Inventory, InventoryEntry, BuildInventoryOptions } from "./inventory.js";
 export { renderOperatorDocs } from "./operator-docs.js";
 export type { OperatorDocPage } from "./operator-docs.js";
+
+// stores (integrating)
+export { requestedEvent } from "./journal/memory.js";
+
+// connectors (integrating)
+export {
+  createConnectorRuntime,
+  createMemoryVault,
+  createFileVault,
+  generateVaultKey,
+  addConnection,
+  addConnectionFromFile,
+  listConnections,
+  connectionStatus,
+  removeConnection,
+  setDefaultConnection,
+  parseTokenJson,
+  chooseConnection,
+  TokenRefreshError,
+  TOKEN_REFRESH_FAILURES,
+  CONNECTION_ID_PATTERN,
+  PROVIDER_NAME_PATTERN,
+  DEFAULT_REFRESH_LEEWAY_MS,
+  DEFAULT_REFRESH_TIMEOUT_MS,
+  DEFAULT_TOKEN_LIFETIME_MS,
+  tokenSetSchema,
+  connectionSchema,
+} from "./connectors/index.js";
+export type {
+  CreateConnectorRuntimeOptions,
+  MemoryVaultOptions,
+  FileVaultOptions,
+  VaultKeySource,
+  AddConnectionFromFileOptions,
+  ConnectionStatus,
+  StatusOptions,
+  TokenSet,
+  Connection,
+  ConnectionInfo,
+  TokenVault,
+  ConnectorProvider,
+  RefreshRequest,
+  RefreshedTokens,
+  AccessGrant,
+  TokenRefreshFailure,
+  ConnectorLogEvent,
+} from "./connectors/index.js";

@@ -819,6 +819,29 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     return execute(state, key, intent);
   };
 
+  /**
+   * Run a recovered intent's body again with the same idempotency key, under the authorization it
+   * was recorded with. Only for entries the caller has claimed (see recoverOutbox).
+   */
+  const replayIntent = async (entry: OutboxEntry, signal: AbortSignal | undefined): Promise<InvokeResult<unknown>> => {
+    const recoveryProfile = Object.freeze({ name: "recovery", allow: [], maxRisk: "critical", consents: [], egress: [], onInjection: "flag" }) as Profile;
+    const state: CallState = {
+      invocationId: `inv_${invocationPrefix}${(invocationCounter++).toString(36)}`,
+      requestedId: entry.toolId,
+      call: { principal: entry.principal, tenant: entry.tenant, profile: recoveryProfile, ...(signal ? { signal } : {}) },
+      startedAt: clock(),
+    };
+    const unknownTool = resolveTool(state);
+    if (unknownTool) throw unknownTool;
+    const unfrozen = freezeInput(state, entry.input);
+    if (unfrozen) throw unfrozen;
+    if (state.inputHash !== entry.inputHash) throw new ToolError("journal_failed", `the recorded input of ${entry.key} no longer matches its hash`);
+    const invalid = validateInput(state);
+    if (invalid) throw invalid.error;
+    state.visibleKey = entry.key;
+    return execute(state, entry.key, intentOf(entry));
+  };
+
   const gate: Gate<TTool> = {
     invoke: invoke as Gate<TTool>["invoke"],
     approvals: createApprovalDesk(journal, redactor, clock),
@@ -829,7 +852,42 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
       while (pendingLate.size > 0) await Promise.all([...pendingLate]);
     },
   };
+  gateInternals.set(gate, { replayIntent, clock, redactor });
   return Object.freeze(gate);
+}
+
+/** @internal what recovery needs from a gate. */
+export interface GateInternals {
+  replayIntent(entry: OutboxEntry, signal: AbortSignal | undefined): Promise<InvokeResult<unknown>>;
+  readonly clock: () => number;
+  readonly redactor: Redactor;
+}
+
+const gateInternals = new WeakMap<object, GateInternals>();
+
+/** @internal */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function internalsOfGate(gate: Gate<any>): GateInternals | undefined {
+  return gateInternals.get(gate);
+}
+
+/** The intent an outbox entry was recorded with. */
+export function intentOf(entry: OutboxEntry): IntentInput {
+  return {
+    key: entry.key,
+    invocationId: entry.invocationId,
+    toolId: entry.toolId,
+    principal: entry.principal,
+    tenant: entry.tenant,
+    inputHash: entry.inputHash,
+    input: entry.input,
+    inputRedacted: entry.inputRedacted,
+    effect: entry.effect,
+    idempotent: entry.idempotent,
+    target: entry.target,
+    intentHash: entry.intentHash,
+    at: entry.at,
+  };
 }
 
 function safeString(value: unknown): string | undefined {

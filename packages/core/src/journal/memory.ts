@@ -181,7 +181,7 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
       for (const entry of outbox.values()) {
         if (claimed.length >= opts.limit) break;
         if (!opts.states.includes(entry.state) || Date.parse(entry.updatedAt) >= cutoff) continue;
-        const next: OutboxEntry = { ...entry, attempts: entry.attempts + 1, updatedAt: opts.at };
+        const next: OutboxEntry = { ...entry, attempts: entry.attempts + 1, updatedAt: opts.leaseUntil ?? opts.at };
         outbox.set(entry.key, next);
         claimed.push(next);
         appendNow({

@@ -143,7 +143,13 @@ export interface ClaimOutboxOptions {
   readonly limit: number;
   /** Who claims (a worker id), recorded in the audit event. */
   readonly claimant: string;
+  /** Now: the time of the claim's audit event. */
   readonly at: string;
+  /**
+   * The `updatedAt` stamped on claimed entries; default `at`. Recovery stamps a time in the future
+   * (now plus a lease), so other claimants cannot take an entry while it is being replayed.
+   */
+  readonly leaseUntil?: string;
 }
 
 export interface RecordedResult {

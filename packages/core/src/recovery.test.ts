@@ -1,0 +1,124 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { defineFamily } from "./family.js";
+import { createGate } from "./gate/gate.js";
+import { verifyAuditChain } from "./journal/audit-chain.js";
+import { createMemoryJournal } from "./journal/memory.js";
+import { defineTool } from "./manifest.js";
+import { defineProfile } from "./profile.js";
+import { recoverOutbox, resolveOutboxEntry } from "./recovery.js";
+import { createToolRegistry } from "./registry.js";
+
+/**
+ * A provider that honours idempotency keys, and tools whose first call "crashes": it never returns,
+ * as if the process died after recording the intent.
+ */
+function world() {
+  const effects: { key: string; kind: string }[] = [];
+  const seenKeys = new Set<string>();
+  let hang = true;
+  const apply = (key: string, kind: string) => {
+    if (kind === "charge" || !seenKeys.has(key)) effects.push({ key, kind });
+    seenKeys.add(key);
+  };
+  const body = (kind: string) => (_input: unknown, ctx: { idempotencyKey: string }) => {
+    if (hang) return new Promise<never>(() => undefined);
+    apply(ctx.idempotencyKey, kind);
+    return { ok: true };
+  };
+  const isolation = { network: "none", filesystem: "none", secrets: "none", subprocess: "none" } as const;
+  const common = {
+    input: z.object({ n: z.number() }),
+    output: z.object({ ok: z.boolean() }),
+    actionType: "ledger-write",
+    risk: "low",
+    approval: "never",
+    retryable: true,
+    reversible: false,
+    timeoutMs: 3_600_000,
+    runtimeIsolation: isolation,
+    untrustedOutput: false,
+  } as const;
+  const upsert = defineTool({ ...common, id: "ledger.upsert_entry", title: "Upsert", description: "Idempotent write.", effect: "write", requiredAllowlist: ["ledger:write"], idempotent: true, handler: body("upsert") });
+  const charge = defineTool({ ...common, id: "ledger.charge_card", title: "Charge", description: "Not idempotent. Cannot be undone.", effect: "write", requiredAllowlist: ["ledger:write"], idempotent: false, handler: body("charge") });
+  const balance = defineTool({ ...common, id: "ledger.read_balance", title: "Balance", description: "Read.", effect: "read", requiredAllowlist: ["ledger:read"], idempotent: true, handler: body("read") });
+  const registry = createToolRegistry({ families: [defineFamily({ name: "ledger", tools: [upsert, charge, balance], permissions: ["ledger:write", "ledger:read"] })] });
+  const journal = createMemoryJournal({ auditKey: "recovery-key" });
+  const gate = createGate({ registry, journal });
+  const call = { principal: "agent", tenant: "t", profile: defineProfile({ name: "all", allow: ["ledger:write", "ledger:read"], maxRisk: "low" }) };
+  return { gate, journal, call, effects, crashNext: (v: boolean) => (hang = v) };
+}
+
+describe("recoverOutbox", () => {
+  it("replays an idempotent intent with the same key, marks a non-idempotent one unknown, fails a read", async () => {
+    const w = world();
+    void w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" });
+    void w.gate.invoke("ledger.charge_card", { n: 2 }, { ...w.call, idempotencyKey: "c1" });
+    void w.gate.invoke("ledger.read_balance", { n: 3 }, w.call);
+    await new Promise((r) => setTimeout(r, 10));
+    expect((await w.journal.listOutbox({ states: ["pending"] })).length).toBe(3);
+    w.crashNext(false);
+
+    const report = await recoverOutbox(w.gate, { olderThanMs: 0 });
+    expect(report).toMatchObject({ claimed: 3, replayed: 1, unknown: 1, failed: 1 });
+    const upsertKey = report.entries.find((e) => e.toolId === "ledger.upsert_entry")!.key;
+    expect(w.effects).toEqual([{ key: upsertKey, kind: "upsert" }]);
+    // After recovery, the caller's retry replays the recorded result instead of applying again.
+    const retry = await w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" });
+    expect(retry).toMatchObject({ status: "ok", replayed: true });
+    const charge = await w.gate.invoke("ledger.charge_card", { n: 2 }, { ...w.call, idempotencyKey: "c1" });
+    expect(charge).toMatchObject({ status: "denied", code: "effect_state_unknown" });
+    expect(w.effects.filter((e) => e.kind === "charge")).toEqual([]);
+    expect(verifyAuditChain(await w.journal.readAudit(), { key: "recovery-key" }).ok).toBe(true);
+  });
+
+  it("leaves entries younger than the cutoff alone (they may still be running)", async () => {
+    const w = world();
+    void w.gate.invoke("ledger.upsert_entry", { n: 1 }, w.call);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await recoverOutbox(w.gate, { olderThanMs: 60_000 })).toMatchObject({ claimed: 0 });
+  });
+
+  it("two recovery workers never replay the same intent", async () => {
+    const w = world();
+    for (let n = 0; n < 10; n++) void w.gate.invoke("ledger.upsert_entry", { n }, w.call);
+    await new Promise((r) => setTimeout(r, 10));
+    w.crashNext(false);
+    const [a, b] = await Promise.all([recoverOutbox(w.gate, { olderThanMs: 0, claimant: "a" }), recoverOutbox(w.gate, { olderThanMs: 0, claimant: "b" })]);
+    expect(a.replayed + b.replayed).toBe(10);
+    expect(new Set(w.effects.map((e) => e.key)).size).toBe(10);
+    expect(w.effects).toHaveLength(10);
+  });
+
+  it("with a bare journal, replays nothing: idempotent entries are skipped, others resolved", async () => {
+    const w = world();
+    void w.gate.invoke("ledger.upsert_entry", { n: 1 }, w.call);
+    void w.gate.invoke("ledger.charge_card", { n: 2 }, w.call);
+    await new Promise((r) => setTimeout(r, 10));
+    const report = await recoverOutbox(w.journal, { olderThanMs: 0 });
+    expect(report).toMatchObject({ skipped: 1, unknown: 1, replayed: 0 });
+    expect(w.effects).toEqual([]);
+  });
+});
+
+describe("resolveOutboxEntry", () => {
+  it("an operator's 'applied' makes a retry replay; 'not_applied' lets it run again; both are journaled", async () => {
+    const w = world();
+    void w.gate.invoke("ledger.charge_card", { n: 1 }, { ...w.call, idempotencyKey: "a" });
+    void w.gate.invoke("ledger.charge_card", { n: 2 }, { ...w.call, idempotencyKey: "b" });
+    await new Promise((r) => setTimeout(r, 10));
+    w.crashNext(false);
+    const report = await recoverOutbox(w.gate, { olderThanMs: 0 });
+    const [first, second] = report.entries.map((e) => e.key);
+    await resolveOutboxEntry(w.gate, first!, "applied", { operator: "ops-1", output: { ok: true }, note: "checked the statement" });
+    await resolveOutboxEntry(w.gate, second!, "not_applied", { operator: "ops-1" });
+    expect(await w.gate.invoke("ledger.charge_card", { n: 1 }, { ...w.call, idempotencyKey: "a" })).toMatchObject({ status: "ok", replayed: true });
+    expect(await w.gate.invoke("ledger.charge_card", { n: 2 }, { ...w.call, idempotencyKey: "b" })).toMatchObject({ status: "ok", replayed: false });
+    expect(w.effects).toHaveLength(1);
+    const resolved = (await w.journal.readAudit()).filter((e) => e.type === "outbox.resolved");
+    expect(resolved.map((e) => e.data["operator"])).toEqual(["ops-1", "ops-1"]);
+    await expect(resolveOutboxEntry(w.gate, first!, "applied", { operator: "ops-2" })).rejects.toThrow(/only unknown or pending/);
+    await expect(resolveOutboxEntry(w.gate, "missing", "applied", { operator: "ops-2" })).rejects.toThrow(/no outbox entry/);
+    await expect(resolveOutboxEntry(w.gate, second!, "applied", { operator: "" })).rejects.toThrow(/operator/);
+  });
+});
