@@ -62,6 +62,7 @@ export const TOOL_ERROR_CODES = {
   provider_rejected: { kind: "call", summary: "The provider refused the request." },
   provider_unavailable: { kind: "call", summary: "The provider did not answer or failed." },
   protocol_error: { kind: "call", summary: "A tool process broke the wire protocol." },
+  tool_process_dead: { kind: "call", summary: "The tool process exited or stopped answering while the call was pending." },
 } as const satisfies Record<string, { kind: "definition" | "call"; summary: string }>;
 
 export type ToolErrorCode = keyof typeof TOOL_ERROR_CODES;
