@@ -39,13 +39,14 @@ function setup(options: { secrets?: string[]; connectors?: ConnectorRuntime; ext
   const store: NotesStore = createNotesStore();
   const probe: Probe = { handlerCalls: {}, previewCalls: 0, journalCalls: [] };
   const family = createNotesTools(store);
-  const tools = family.tools.map((m: AnyToolManifest) =>
+  // Every body is instrumented (never replaced), the extra tools too, so "did not run" is observed.
+  const tools = [...family.tools, ...(options.extraTools ?? [])].map((m: AnyToolManifest) =>
     withHandler(m, (inner) => (input, ctx) => {
       probe.handlerCalls[m.id] = (probe.handlerCalls[m.id] ?? 0) + 1;
       return inner(input, ctx);
     }),
   );
-  const instrumented = defineFamily({ name: "notes", tools: [...tools, ...(options.extraTools ?? [])], permissions: family.permissions });
+  const instrumented = defineFamily({ name: "notes", tools, permissions: family.permissions });
   const memory = createMemoryJournal({ auditKey: "test-audit-key" });
   const journal = recordingJournal(memory, probe);
   const gate = createGate({
@@ -281,6 +282,32 @@ describe("gate: each refusal happens before the next step's side effects", () =>
       expect(await journal.listOutbox()).toEqual([]);
       expect(await journal.listApprovals()).toEqual([]);
     }
+  });
+
+  it("5. a preview that never finishes is cut off at the tool's deadline; nothing is requested", async () => {
+    const hanging = defineTool({
+      id: "notes.slow_preview",
+      title: "Slow preview",
+      description: "Its preview hangs.",
+      input: z.object({}),
+      output: z.object({}),
+      actionType: "notes-write",
+      effect: "write",
+      requiredAllowlist: ["notes:write"],
+      risk: "low",
+      approval: "always",
+      preview: () => new Promise<never>(() => undefined),
+      idempotent: true,
+      retryable: true,
+      reversible: true,
+      timeoutMs: 30,
+      runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
+      untrustedOutput: false,
+      handler: () => ({}),
+    });
+    const { gate, journal } = setup({ extraTools: [hanging] });
+    expect(await gate.invoke("notes.slow_preview", {}, base)).toMatchObject({ status: "error", code: "timeout", boundary: "pre_effect_refusal" });
+    expect(await journal.listApprovals()).toEqual([]);
   });
 
   it("6. idempotency: a completed call is replayed, not run again, even without a fresh grant", async () => {
@@ -595,9 +622,38 @@ describe("gate: each refusal happens before the next step's side effects", () =>
     const { gate, calls } = setup({ connectors: runtime, extraTools: [connected(["mail.read"]), connected(["mail.read", "mail.send"])] });
     const ok = await gate.invoke("notes.remote_1", {}, base);
     expect(ok).toMatchObject({ status: "ok", output: { echoed: "token was [REDACTED]" } });
+    expect(calls("notes.remote_1")).toBe(1);
     const missing = await gate.invoke("notes.remote_2", {}, base);
     expect(missing).toMatchObject({ status: "error", code: "scope_missing", boundary: "effect_not_started" });
     expect(calls("notes.remote_2")).toBe(0);
+  });
+
+  it("a connector that never opens is cut off at the deadline; the body never runs", async () => {
+    const stuck: ConnectorRuntime = { open: () => new Promise<never>(() => undefined) };
+    const tool = defineTool({
+      id: "notes.remote_stuck",
+      title: "Remote",
+      description: "Uses a connector that hangs.",
+      input: z.object({}),
+      output: z.object({}),
+      actionType: "notes-read",
+      effect: "read",
+      requiredAllowlist: ["notes:read"],
+      risk: "low",
+      approval: "never",
+      idempotent: true,
+      retryable: true,
+      reversible: true,
+      timeoutMs: 30,
+      provider: "mail",
+      connector: { provider: "mail", scopes: ["mail.read"] },
+      runtimeIsolation: { network: "provider", filesystem: "none", secrets: "connector", subprocess: "none" },
+      untrustedOutput: false,
+      handler: () => ({}),
+    });
+    const { gate, calls } = setup({ connectors: stuck, extraTools: [tool] });
+    expect(await gate.invoke("notes.remote_stuck", {}, base)).toMatchObject({ status: "error", code: "timeout", boundary: "effect_not_started" });
+    expect(calls("notes.remote_stuck")).toBe(0);
   });
 
   it("malformed call options from the host are refused and journaled", async () => {

@@ -135,7 +135,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
         type,
         at: iso(),
         invocationId: state.invocationId,
-        toolId: state.tool?.manifest.id ?? state.requestedId.slice(0, 128),
+        toolId: state.tool?.manifest.id ?? String(state.requestedId).slice(0, 128),
         principal: safeString(state.call?.principal),
         tenant: safeString(state.call?.tenant),
         data: redactor.redact(data),
@@ -162,7 +162,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
       ...(extra.issues ? { issues: extra.issues } : {}),
     });
     const base = {
-      toolId: state.tool?.manifest.id ?? state.requestedId,
+      toolId: state.tool?.manifest.id ?? String(state.requestedId).slice(0, 128),
       invocationId: state.invocationId,
       receipt,
       code: receipt === null ? ("journal_failed" as const) : error.code,
@@ -259,16 +259,32 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     }
   };
 
-  const buildPreview = async (state: CallState, signal: AbortSignal): Promise<{ preview: ApprovalPreview; previewHash: string } | ToolError> => {
+  /** Run `work` under the tool's deadline and the caller's signal; throw `timeout`/`cancelled` past them. */
+  const bounded = async <T>(state: CallState, what: string, work: (signal: AbortSignal) => T | Promise<T>): Promise<T> => {
+    const manifest = state.tool!.manifest;
+    const run = new HandlerRun(manifest.timeoutMs, state.call.signal);
+    const started = run.start(() => work(run.signal));
+    const outcome = started instanceof Promise ? await started : started;
+    if (outcome.kind === "returned") return outcome.value as T;
+    if (outcome.kind === "threw") throw outcome.error;
+    outcome.late.catch(() => undefined);
+    throw outcome.why === "timeout"
+      ? new ToolError("timeout", `${what} for ${manifest.id} did not finish within ${manifest.timeoutMs} ms`)
+      : new ToolError("cancelled", `${what} for ${manifest.id} was cancelled`);
+  };
+
+  const buildPreview = async (state: CallState): Promise<{ preview: ApprovalPreview; previewHash: string } | ToolError> => {
     const manifest = state.tool!.manifest;
     try {
-      const ctx: PreviewContext = {
-        signal,
-        effect: identity(state),
-        connector: manifest.connector ? await openConnector(state, signal) : undefined,
-        workspace: options.workspace,
-      };
-      const raw = await manifest.preview!(state.parsed, ctx);
+      const raw = await bounded(state, "the preview", async (signal) => {
+        const ctx: PreviewContext = {
+          signal,
+          effect: identity(state),
+          connector: manifest.connector ? await openConnector(state, signal) : undefined,
+          workspace: options.workspace,
+        };
+        return manifest.preview!(state.parsed, ctx);
+      });
       const problems = previewProblems(raw);
       if (problems) return new ToolError("preview_invalid", `${manifest.id} built an invalid preview: ${problems}`);
       const preview = redactor.redact(JSON.parse(canonicalJson(raw)) as ApprovalPreview);
@@ -612,7 +628,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     let connector: ConnectorHandle | undefined;
     if (manifest.connector) {
       try {
-        connector = await openConnector(state, run.signal);
+        connector = await bounded(state, "opening the connector", (signal) => openConnector(state, signal));
       } catch (cause) {
         const err = ToolError.is(cause) ? cause : new ToolError("connector_unavailable", `could not open connector ${manifest.connector.provider}`, { cause });
         return settleFailure(state, key, intent, "effect_not_started", err);
@@ -766,8 +782,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     // 5. approval
     let grant: GrantCheck | undefined;
     if (approvalRequired(state)) {
-      const previewSignal = call.signal ?? new AbortController().signal;
-      const built = await buildPreview(state, previewSignal);
+      const built = await buildPreview(state);
       if (built instanceof ToolError) return refuse(state, "error", built);
       if (!call.approval) return requestApproval(state, "call", built.preview, built.previewHash, key);
       grant = grantCheckFor(state, call.approval, built.previewHash);
