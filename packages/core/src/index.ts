@@ -10,6 +10,7 @@ export {
   jsonSchemaOf,
   TOOL_ID_PATTERN,
   TOOL_ID_MAX_LENGTH,
+  TOKEN_PATTERN,
   EFFECTS,
   RISK_LEVELS,
   VISIBILITIES,
@@ -46,6 +47,21 @@ export type {
   Workspace,
   WorkspaceRef,
 } from "./context.js";
+
+export { resolveWithinRoot, createRootGuard, MAX_CANDIDATE_LENGTH } from "./boundary/resolve-within-root.js";
+export type { ResolveWithinRootOptions, RootGuard, PathRefusalReason } from "./boundary/resolve-within-root.js";
+export { createVerifier, DEFAULT_SANDBOX_READ_ONLY_PATHS, TRUNCATION_MARKER } from "./boundary/verifier.js";
+export type {
+  CreateVerifierOptions,
+  CommandVerifier,
+  VerifierCommand,
+  VerifierCommandArgs,
+  VerifierEnv,
+  VerifierSandbox,
+  BubblewrapSandbox,
+} from "./boundary/verifier.js";
+export { createWorkspace } from "./boundary/workspace.js";
+export type { CreateWorkspaceOptions, ArtifactWorkspace } from "./boundary/workspace.js";
 
 export { defineFamily, SHARED_BOUNDARY_TOKENS } from "./family.js";
 export type { ToolFamily, FamilyDefinition, SharedBoundaryToken } from "./family.js";
@@ -108,11 +124,9 @@ export { buildInventory } from "./inventory.js";
 export type { Inventory, InventoryEntry, BuildInventoryOptions } from "./inventory.js";
 export { renderOperatorDocs } from "./operator-docs.js";
 export type { OperatorDocPage } from "./operator-docs.js";
-
-// stores (integrating)
 export { requestedEvent } from "./journal/memory.js";
 
-// connectors (integrating)
+// connectors
 export {
   createConnectorRuntime,
   createMemoryVault,

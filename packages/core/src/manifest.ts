@@ -5,6 +5,8 @@ import type { ToolContext, PreviewContext } from "./context.js";
 /** `family.verb_noun`: lower-case words joined by dots, at most 64 characters. */
 export const TOOL_ID_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 export const TOOL_ID_MAX_LENGTH = 64;
+/** A permission token: `area:verb`, lower case. */
+export const TOKEN_PATTERN = /^[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*$/;
 
 /** What the tool does to the world. Anything but `none` and `read` is side-effectful. */
 export const EFFECTS = ["none", "read", "write", "destructive"] as const;
@@ -245,7 +247,7 @@ function manifestProblems(d: ToolDefinition<string, z.ZodType, z.ZodType, string
       problems.push("requiredAllowlist is empty: a tool that reads or changes anything must require a token");
     }
     for (const token of d.requiredAllowlist) {
-      if (typeof token !== "string" || !/^[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*$/.test(token)) {
+      if (typeof token !== "string" || !TOKEN_PATTERN.test(token)) {
         problems.push(`token ${JSON.stringify(token)} must look like "area:verb"`);
       } else if (/^(external|any|all|\*)[:-]|:\*$/.test(token)) {
         problems.push(`token ${JSON.stringify(token)} is too broad; name the specific boundary`);

@@ -1,0 +1,51 @@
+import { jsonSchema, type Tool } from "ai";
+import type { CallOptions, Gate, OkResult, ToolById, ToolIdOf, ToolInput, ToolOutput, AnyToolManifest } from "@toolgate/core";
+import { createApprovalBroker, GateCallError, type FrameworkApprovalOptions } from "../shared/approval-broker.js";
+import { approvalText, refusalText } from "../shared/describe-result.js";
+import { bareSchema, reachableTools, type ExposeOptions } from "../shared/reachable.js";
+
+/** The AI SDK tool for one gate tool: typed input, the gate's `ok` result as output. */
+export type AiSdkTool<TTool> = Tool<ToolInput<TTool>, OkResult<ToolOutput<TTool>>>;
+
+/**
+ * The `tools` record for `generateText` / `streamText`, keyed by tool id. Only the tools the
+ * profile can reach are present, so every key is optional.
+ */
+export type AiSdkTools<TTool extends AnyToolManifest> = {
+  [K in ToolIdOf<TTool>]?: AiSdkTool<ToolById<TTool, K>>;
+};
+
+export interface AiSdkToolsOptions extends ExposeOptions, FrameworkApprovalOptions {}
+
+/**
+ * Hand the gate's tools to the Vercel AI SDK. Each `execute` goes through `gate.invoke` with `call`
+ * (the SDK's abort signal joins it). The model reads the gate's `content` — untrusted output stays
+ * fenced — while the app gets the whole `ok` result.
+ *
+ * Approval uses the SDK's own tool approval: `needsApproval` asks the gate once; when it requires a
+ * human, the SDK emits a `tool-approval-request`, and when the app answers with an approving
+ * `tool-approval-response`, `execute` obtains the gate's grant (as `approver`) for exactly that
+ * request and calls again. A denial, refusal or error is thrown as a `GateCallError`, which the
+ * SDK reports to the model as a tool error with the typed code.
+ */
+export function toAiSdkTools<TTool extends AnyToolManifest>(gate: Gate<TTool>, call: CallOptions, options: AiSdkToolsOptions = {}): AiSdkTools<TTool> {
+  const broker = createApprovalBroker(gate as unknown as Gate, call, options, "ai-sdk-tool-approval");
+  const tools: Record<string, Tool> = {};
+  for (const d of reachableTools(gate, call.profile, options)) {
+    tools[d.id] = {
+      title: d.title,
+      description: d.description,
+      // The gate validates: a JSON Schema without a validator lets invalid input reach it, so the
+      // refusal is journaled and the model gets the issues.
+      inputSchema: jsonSchema(bareSchema(d.inputSchema) as Parameters<typeof jsonSchema>[0]),
+      needsApproval: (input: unknown, { toolCallId }: { toolCallId: string }) => broker.needsApproval(d, input, toolCallId),
+      execute: async (input: unknown, { toolCallId, abortSignal }: { toolCallId: string; abortSignal?: AbortSignal }) => {
+        const result = await broker.execute(d.id, input, toolCallId, abortSignal);
+        if (result.status === "ok") return result;
+        throw new GateCallError(result, result.status === "approval_required" ? approvalText(result) : refusalText(result));
+      },
+      toModelOutput: ({ output }: { output: OkResult<unknown> }) => ({ type: "text", value: output.content }),
+    } as Tool;
+  }
+  return tools as AiSdkTools<TTool>;
+}

@@ -1,0 +1,2 @@
+export { createGoogleConnector, GOOGLE_TOKEN_URL, GOOGLE_PROVIDER } from "./google-connector.js";
+export type { GoogleConnectorOptions } from "./google-connector.js";

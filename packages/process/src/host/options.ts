@@ -1,0 +1,118 @@
+import type { ActionType, ApprovalPreview, ApprovalRule, DataClass, Effect, PreviewContext, RiskLevel, ToolFamily, Visibility } from "@toolgate/core";
+import type { DeclaredTool } from "../protocol/messages.js";
+import type { ScopeTokenMapping } from "./scopes.js";
+import type { SandboxOption } from "./spawn.js";
+
+/**
+ * What the operator says about one process tool. A tool process declares little (name,
+ * description, input schema, scope); everything that governs it comes from here, with safe
+ * defaults: `effect: "write"`, `risk: "medium"`, `approval: "never"`, not idempotent, not
+ * retryable, not reversible, `actionType: "process-call"`. Core's rules apply as to any manifest:
+ * a `write`/`destructive` tool with risk `high` or above cannot have `approval: "never"`.
+ */
+export interface ProcessToolSettings {
+  readonly title?: string;
+  readonly actionType?: ActionType;
+  readonly effect?: Effect;
+  readonly risk?: RiskLevel;
+  readonly visibility?: Visibility;
+  /** When a human must approve. A tool's `RequiresEscalation` asks for approval on top of this. */
+  readonly approval?: ApprovalRule<unknown>;
+  /** The summary a human approves; default: the tool id and the input (and the escalation reason, when there is one). */
+  readonly preview?: (input: unknown, ctx: PreviewContext) => ApprovalPreview | Promise<ApprovalPreview>;
+  readonly idempotent?: boolean;
+  readonly retryable?: boolean;
+  readonly reversible?: boolean;
+  /** Deadline for one call; default `callTimeoutMs`. */
+  readonly timeoutMs?: number;
+  readonly provider?: string;
+  readonly dataEgress?: boolean;
+  readonly dataClass?: DataClass;
+  readonly requiredConsent?: readonly string[];
+  /** Short, secret-free description of what a call touches, for audit. */
+  readonly target?: (input: unknown) => string;
+}
+
+/** Restarts after the process dies: at most `maxRestarts` over the handle's life, waiting `backoffMs × 2^(n-1)` (capped at 30 s). */
+export interface RestartPolicy {
+  /** Default 3. 0 disables restarts. */
+  readonly maxRestarts?: number;
+  /** Default 250 ms. */
+  readonly backoffMs?: number;
+}
+
+/** Something the host wants an operator to know (unchecked scopes, skipped tools, restarts). */
+export interface ProcessLogEvent {
+  readonly level: "debug" | "info" | "warn" | "error";
+  readonly process: string;
+  readonly message: string;
+  readonly tool?: string;
+}
+
+export interface StartToolProcessOptions {
+  /** Family name and id prefix: `<name>.<tool_name>`. A lower-case word (`^[a-z][a-z0-9_]*$`). */
+  readonly name: string;
+  /** The program to run; found on the host's PATH unless it contains a `/`. */
+  readonly command: string;
+  readonly args?: readonly string[];
+  /** Variables set explicitly for the child. Nothing else from the host's environment is passed but `passEnv`. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Host variables passed through by name; default `PATH`, `LANG`, `LC_ALL`, `LC_CTYPE`, `TZ`. */
+  readonly passEnv?: readonly string[];
+  readonly cwd?: string;
+  /** A wrapper the spawn goes through. A wrapper that cannot be found is a start-up error naming it. */
+  readonly sandbox?: SandboxOption;
+  /** Per tool: a narrower scope than the one it declares. A wider (or unrelated) one refuses start-up. */
+  readonly scopeOverrides?: Readonly<Record<string, string>>;
+  /**
+   * Per tool: the widest scope it may declare. Once any entry is present, this is also the
+   * process's tool allowlist: tools not named here are not registered.
+   */
+  readonly expectedScopes?: Readonly<Record<string, string>>;
+  /** Scope → permission tokens. Default: `<name>:<scope>` (see `defaultScopeToken`). */
+  readonly scopeTokens?: ScopeTokenMapping;
+  /** Per-tool governance (effect, risk, approval, …). */
+  readonly tools?: Readonly<Record<string, ProcessToolSettings>>;
+  /** Default 10 s. */
+  readonly handshakeTimeoutMs?: number;
+  /** Default deadline for each call; default 30 s. */
+  readonly callTimeoutMs?: number;
+  /** How long a cancelled call may take to answer `CancelInvocation` before the process is killed; default 2 s. */
+  readonly cancelGraceMs?: number;
+  /** How long `stop()` waits after `ToolShutdown` before SIGKILL; default 2 s. */
+  readonly shutdownGraceMs?: number;
+  readonly restart?: RestartPolicy;
+  /** Bytes of stderr kept (the tail); default 64 KiB. Stderr is always drained. */
+  readonly maxStderrBytes?: number;
+  /** Default: warnings and errors to `console.warn`. */
+  readonly onLog?: (event: ProcessLogEvent) => void;
+}
+
+export type ToolProcessState = "ready" | "restarting" | "stopped" | "dead";
+
+export interface ToolProcessStatus {
+  readonly name: string;
+  readonly state: ToolProcessState;
+  /** The running child's pid (the sandbox wrapper's, when there is one). */
+  readonly pid: number | undefined;
+  readonly restarts: number;
+  readonly pendingCalls: number;
+  /** Why the last process ended, when one has. */
+  readonly lastError: string | undefined;
+}
+
+/** A running tool process, as the host holds it. */
+export interface ToolProcessHandle {
+  readonly name: string;
+  /** Goes into `createToolRegistry` like any other family; `kind: "process"`. */
+  readonly family: ToolFamily;
+  /** What the process declared in its `ToolRegister` (all of it, registered or not). */
+  readonly declared: readonly DeclaredTool[];
+  /** Ids of the tools that were registered. */
+  readonly toolIds: readonly string[];
+  status(): ToolProcessStatus;
+  /** The last bytes of the current process's stderr. */
+  stderrTail(): string;
+  /** `ToolShutdown`, then SIGKILL after the grace period; pending calls fail with `tool_process_dead`. Idempotent. */
+  stop(): Promise<void>;
+}

@@ -1,0 +1,328 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { ToolError } from "@toolgate/core";
+import { encodeFrame, FrameDecoder, FrameError } from "../protocol/codec.js";
+import {
+  classifyToolMessage,
+  PROTOCOL_VERSION,
+  toolEventBodySchema,
+  type HostMessage,
+  type ToolEventBody,
+  type ToolRegister,
+  type VerificationState,
+} from "../protocol/messages.js";
+
+/** How one call ended, as the tool said it. Process failures reject instead. */
+export type CallOutcome =
+  | { readonly kind: "result"; readonly verified: VerificationState; readonly output: unknown }
+  | { readonly kind: "error"; readonly code: string; readonly message: string }
+  | { readonly kind: "escalation"; readonly reason: string };
+
+export interface SessionSpec {
+  readonly argv: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string | undefined;
+  readonly handshakeTimeoutMs: number;
+  readonly maxStderrBytes: number;
+  readonly log: (level: "debug" | "warn", message: string) => void;
+}
+
+interface PendingCall {
+  readonly onEvent: (event: ToolEventBody) => void;
+  readonly resolve: (outcome: CallOutcome) => void;
+  readonly reject: (error: ToolError) => void;
+  cancelTimer?: NodeJS.Timeout;
+}
+
+/** Every live child, so a host that exits takes its tool processes with it. */
+const live = new Set<ProcessSession>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once("exit", () => {
+    for (const session of live) session.killNow();
+  });
+}
+
+/**
+ * One lifetime of one tool process: spawn, handshake, calls matched by `call_id`, death. Anything
+ * the process sends that breaks the protocol kills it; its pending calls fail with
+ * `protocol_error`, or `tool_process_dead` when it simply went away.
+ */
+export class ProcessSession {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** Settles once the process has exited and its pipes are closed (and it has been reaped). */
+  readonly closed: Promise<void>;
+  private readonly decoder = new FrameDecoder();
+  private readonly pending = new Map<string, PendingCall>();
+  private stderr: Buffer[] = [];
+  private stderrBytes = 0;
+  private registration: ToolRegister | undefined;
+  private handshake: { resolve: (r: ToolRegister) => void; reject: (e: ToolError) => void } | undefined;
+  private failure: ToolError | undefined;
+  private exitDescription = "exited";
+  private isClosed = false;
+  private deathListener: ((error: ToolError) => void) | undefined;
+
+  constructor(private readonly spec: SessionSpec) {
+    const [program, ...args] = spec.argv;
+    this.child = spawn(program!, args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      stdio: ["pipe", "pipe", "pipe"],
+      // Its own process group, so the whole tree (a sandbox and what runs inside) is killed together.
+      detached: true,
+      windowsHide: true,
+    });
+    installExitHook();
+    live.add(this);
+    let spawnError: Error | undefined;
+    this.child.on("error", (error) => {
+      spawnError ??= error;
+      this.fail(new ToolError("tool_process_dead", `tool process could not be started or signalled: ${error.message}`, { cause: error }));
+    });
+    this.child.stdin.on("error", () => undefined); // EPIPE when it died; its exit says why
+    this.child.stdout.on("data", (chunk: Buffer) => this.onStdout(chunk));
+    this.child.stderr.on("data", (chunk: Buffer) => this.onStderr(chunk));
+    this.child.on("exit", (code, signal) => {
+      this.exitDescription = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    });
+    this.closed = new Promise<void>((resolve) => {
+      this.child.on("close", (code, signal) => {
+        if (code !== null || signal !== null) this.exitDescription = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+        if (!this.failure) {
+          try {
+            this.decoder.end();
+          } catch (error) {
+            this.fail(new ToolError("protocol_error", `tool process output ended mid-frame: ${(error as Error).message}`, { cause: error }));
+          }
+        }
+        this.isClosed = true;
+        live.delete(this);
+        // The leader is gone; anything it left in its group (a sandbox's child, a grandchild) goes too.
+        // Safe: a pid is not reused while its process group still has members.
+        if (this.child.pid !== undefined) {
+          try {
+            process.kill(-this.child.pid, "SIGKILL");
+          } catch {
+            // the group is already empty
+          }
+        }
+        this.fail(new ToolError("tool_process_dead", `tool process ${this.exitDescription}${spawnError ? ` (${spawnError.message})` : ""}`));
+        resolve();
+      });
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get alive(): boolean {
+    return !this.isClosed && this.failure === undefined;
+  }
+
+  get pendingCalls(): number {
+    return this.pending.size;
+  }
+
+  /** The first reason this session stopped being usable. */
+  get error(): ToolError | undefined {
+    return this.failure;
+  }
+
+  /** Called once, with the error, when the session becomes unusable. */
+  onDeath(listener: (error: ToolError) => void): void {
+    this.deathListener = listener;
+    if (this.failure) listener(this.failure);
+  }
+
+  /** The last bytes the process wrote to stderr (bounded; older output is dropped). */
+  stderrTail(): string {
+    return Buffer.concat(this.stderr).toString("utf8");
+  }
+
+  /** Send `ToolHello` and wait for exactly one `ToolRegister`, within the handshake timeout. */
+  start(): Promise<ToolRegister> {
+    return new Promise<ToolRegister>((resolve, reject) => {
+      if (this.failure) return reject(this.failure);
+      const timer = setTimeout(() => {
+        this.fail(new ToolError("tool_process_dead", `tool process sent no ToolRegister within ${this.spec.handshakeTimeoutMs} ms`));
+      }, this.spec.handshakeTimeoutMs);
+      this.handshake = {
+        resolve: (registration) => {
+          clearTimeout(timer);
+          resolve(registration);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+      this.send({ type: "ToolHello", protocol_version: PROTOCOL_VERSION });
+    });
+  }
+
+  /** Start one call. Resolves with the tool's terminal frame; rejects when the process dies or breaks the protocol. */
+  call(callId: string, toolName: string, input: unknown, turnId: string, escalationApproved: boolean, onEvent: (event: ToolEventBody) => void): Promise<CallOutcome> {
+    return new Promise<CallOutcome>((resolve, reject) => {
+      if (this.failure) return reject(this.failure);
+      this.pending.set(callId, { onEvent, resolve, reject });
+      this.send({ type: "InvokeTool", call_id: callId, tool_name: toolName, input, turn_id: turnId, ...(escalationApproved ? { escalation_approved: true } : {}) });
+    });
+  }
+
+  /**
+   * Send `CancelInvocation`. If no terminal frame for the call arrives within `graceMs`, the process
+   * is killed (its other calls fail with `tool_process_dead`).
+   */
+  cancel(callId: string, graceMs: number): void {
+    const call = this.pending.get(callId);
+    if (!call || call.cancelTimer) return;
+    this.send({ type: "CancelInvocation", call_id: callId });
+    call.cancelTimer = setTimeout(() => {
+      if (this.pending.get(callId) === call) {
+        this.fail(new ToolError("tool_process_dead", `tool process did not stop call ${callId} within ${graceMs} ms of CancelInvocation, so it was killed`));
+      }
+    }, graceMs);
+    call.cancelTimer.unref();
+  }
+
+  /** `ToolShutdown`, stdin closed, then SIGKILL to the process group after `graceMs`. Resolves once reaped. */
+  async stop(graceMs: number): Promise<void> {
+    if (this.isClosed) return;
+    if (!this.failure) this.failure = new ToolError("tool_process_dead", "tool process was stopped");
+    this.failPending(this.failure);
+    this.send({ type: "ToolShutdown" }, true);
+    this.child.stdin.end();
+    const timer = setTimeout(() => this.killNow(), graceMs);
+    await this.closed;
+    clearTimeout(timer);
+  }
+
+  /** SIGKILL the process group (and the child itself, if the group is gone). */
+  killNow(): void {
+    if (this.isClosed) return;
+    const pid = this.child.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      try {
+        this.child.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  private send(message: HostMessage, quiet = false): void {
+    if (this.isClosed || this.child.stdin.destroyed || this.child.stdin.writableEnded) return;
+    let frame: Buffer;
+    try {
+      frame = encodeFrame(message);
+    } catch (error) {
+      if (!quiet) this.fail(new ToolError("protocol_error", `could not encode ${message.type}: ${(error as Error).message}`, { cause: error }));
+      return;
+    }
+    this.child.stdin.write(frame);
+  }
+
+  private onStderr(chunk: Buffer): void {
+    // Always drained; only the tail is kept.
+    this.stderr.push(chunk);
+    this.stderrBytes += chunk.length;
+    while (this.stderrBytes > this.spec.maxStderrBytes && this.stderr.length > 0) {
+      const head = this.stderr[0]!;
+      const excess = this.stderrBytes - this.spec.maxStderrBytes;
+      if (head.length <= excess) {
+        this.stderr.shift();
+        this.stderrBytes -= head.length;
+      } else {
+        this.stderr[0] = Buffer.from(head.subarray(excess));
+        this.stderrBytes -= excess;
+      }
+    }
+  }
+
+  private onStdout(chunk: Buffer): void {
+    if (this.failure) return;
+    let frames: unknown[];
+    try {
+      frames = this.decoder.push(chunk);
+    } catch (error) {
+      const detail = error instanceof FrameError ? error.message : String(error);
+      return this.fail(new ToolError("protocol_error", `tool process broke the framing: ${detail}`, { cause: error }));
+    }
+    for (const frame of frames) {
+      if (this.failure) return;
+      this.onFrame(frame);
+    }
+  }
+
+  private onFrame(frame: unknown): void {
+    const read = classifyToolMessage(frame);
+    if (read.kind === "unknown") return this.spec.log("debug", `skipped a frame of unknown type ${JSON.stringify(read.type)}`);
+    if (read.kind === "malformed") return this.fail(new ToolError("protocol_error", `tool process sent a bad frame: ${read.problem}`));
+    const message = read.message;
+    if (message.type === "ToolRegister") {
+      if (this.registration) return this.fail(new ToolError("protocol_error", "tool process sent a second ToolRegister"));
+      this.registration = message;
+      this.handshake?.resolve(message);
+      this.handshake = undefined;
+      return;
+    }
+    if (!this.registration) return this.fail(new ToolError("protocol_error", `tool process sent ${message.type} before ToolRegister`));
+    const call = this.pending.get(message.call_id);
+    if (!call) {
+      return this.fail(new ToolError("protocol_error", `tool process sent ${message.type} for unknown call_id ${JSON.stringify(message.call_id.slice(0, 64))}`));
+    }
+    switch (message.type) {
+      case "ToolEvent": {
+        const body = toolEventBodySchema.safeParse(message.event);
+        if (body.success) call.onEvent(body.data);
+        else this.spec.log("debug", `skipped a ToolEvent of unknown kind for ${message.call_id}`);
+        return;
+      }
+      case "ToolResult":
+        this.settle(message.call_id, call);
+        return call.resolve({ kind: "result", verified: message.verified, output: message.output });
+      case "ToolError":
+        this.settle(message.call_id, call);
+        return call.resolve({ kind: "error", code: message.code, message: message.message });
+      case "RequiresEscalation":
+        this.settle(message.call_id, call);
+        return call.resolve({ kind: "escalation", reason: message.reason });
+    }
+  }
+
+  private settle(callId: string, call: PendingCall): void {
+    if (call.cancelTimer) clearTimeout(call.cancelTimer);
+    this.pending.delete(callId);
+  }
+
+  private failPending(error: ToolError): void {
+    for (const [callId, call] of this.pending) {
+      this.settle(callId, call);
+      call.reject(error);
+    }
+  }
+
+  /** The session is unusable: fail what waits on it, kill it, tell the owner once. */
+  private fail(error: ToolError): void {
+    const first = this.failure === undefined;
+    this.failure ??= error;
+    const reason = this.failure;
+    if (this.handshake) {
+      const tail = this.stderrTail().trim().slice(-500);
+      this.handshake.reject(
+        this.registration ? reason : new ToolError(reason.code, `${reason.message} during the handshake${tail ? `; its stderr ends: ${tail}` : ""}`, { cause: reason }),
+      );
+      this.handshake = undefined;
+    }
+    this.failPending(reason);
+    this.killNow();
+    if (first) this.deathListener?.(reason);
+  }
+}

@@ -1,0 +1,223 @@
+import { hashCanonical, ToolError, type ToolContext, type ToolFamily } from "@toolgate/core";
+import type { ToolEventBody, ToolRegister } from "../protocol/messages.js";
+import { buildFamily } from "./manifests.js";
+import type { ProcessLogEvent, StartToolProcessOptions, ToolProcessHandle, ToolProcessState, ToolProcessStatus } from "./options.js";
+import { ProcessSession, type CallOutcome, type SessionSpec } from "./session.js";
+import { childEnv, DEFAULT_PASS_ENV, wrappedArgv } from "./spawn.js";
+
+const NAME_PATTERN = /^[a-z][a-z0-9_]*$/;
+const MAX_BACKOFF_MS = 30_000;
+const MAX_PROGRESS_CHARS = 4096;
+
+function positive(value: number | undefined, fallback: number, field: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value < 0) throw new ToolError("config_invalid", `${field} must be a non-negative number of milliseconds`);
+  return value;
+}
+
+function progressOf(event: ToolEventBody): { message: string; data: Record<string, unknown> } {
+  switch (event.kind) {
+    case "Status":
+      return { message: event.status.slice(0, MAX_PROGRESS_CHARS), data: { kind: "Status" } };
+    case "OutputChunk":
+      return { message: "output", data: { kind: "OutputChunk", chunk: event.chunk.slice(0, 64 * 1024) } };
+    case "Log":
+      return { message: event.message.slice(0, MAX_PROGRESS_CHARS), data: { kind: "Log", level: event.level.slice(0, 32) } };
+  }
+}
+
+/**
+ * Start a tool process and hand back its family. Spawns the command (through `sandbox`, if any)
+ * with an allowlisted environment, sends `ToolHello`, waits for one `ToolRegister` within
+ * `handshakeTimeoutMs`, checks declared scopes against `scopeOverrides` and `expectedScopes`, and
+ * builds one manifest per admitted tool (`<name>.<tool_name>`, output untrusted, input validated
+ * against the declared JSON Schema by the gate before any frame is sent).
+ *
+ * Rejects with `config_invalid` for a bad option, a missing sandbox wrapper, a widening scope
+ * override or a scope above its ceiling; with `tool_process_dead` or `protocol_error` when the
+ * process exits, stalls or misbehaves during the handshake. It never leaves a child running when
+ * it rejects.
+ *
+ * @example
+ * const stats = await startToolProcess({
+ *   name: "textstats", command: "python3", args: ["examples/python-tool/textstats_tool.py"],
+ *   expectedScopes: { word_count: "text:read" },
+ *   tools: { word_count: { effect: "read", risk: "low" } },
+ * });
+ * const registry = createToolRegistry({ families: [stats.family] });
+ * // profile needs "textstats:text:read"
+ * await stats.stop();
+ */
+export async function startToolProcess(options: StartToolProcessOptions): Promise<ToolProcessHandle> {
+  if (!options || typeof options.name !== "string" || !NAME_PATTERN.test(options.name)) {
+    throw new ToolError("config_invalid", `startToolProcess needs a name that is a lower-case word (${NAME_PATTERN}); got ${JSON.stringify(options?.name)}`);
+  }
+  if (typeof options.command !== "string" || options.command === "") throw new ToolError("config_invalid", "startToolProcess needs a command");
+  const name = options.name;
+  const handshakeTimeoutMs = positive(options.handshakeTimeoutMs, 10_000, "handshakeTimeoutMs");
+  const cancelGraceMs = positive(options.cancelGraceMs, 2_000, "cancelGraceMs");
+  const shutdownGraceMs = positive(options.shutdownGraceMs, 2_000, "shutdownGraceMs");
+  const maxRestarts = Math.floor(positive(options.restart?.maxRestarts, 3, "restart.maxRestarts"));
+  const backoffMs = positive(options.restart?.backoffMs, 250, "restart.backoffMs");
+  const log = (event: Omit<ProcessLogEvent, "process">): void => {
+    const full = { ...event, process: name };
+    if (options.onLog) options.onLog(full);
+    else if (event.level === "warn" || event.level === "error") console.warn(`[toolgate process ${name}] ${event.message}`);
+  };
+  const spec: SessionSpec = {
+    argv: wrappedArgv(options.command, options.args ?? [], options.sandbox, options.cwd),
+    env: childEnv(options.passEnv ?? DEFAULT_PASS_ENV, options.env ?? {}),
+    cwd: options.cwd,
+    handshakeTimeoutMs,
+    maxStderrBytes: Math.floor(positive(options.maxStderrBytes, 64 * 1024, "maxStderrBytes")),
+    log: (level, message) => log({ level, message }),
+  };
+
+  /** Spawn and handshake; on any failure the child is killed and reaped before this rejects. */
+  const launch = async (): Promise<{ session: ProcessSession; registration: ToolRegister }> => {
+    const session = new ProcessSession(spec);
+    try {
+      return { session, registration: await session.start() };
+    } catch (error) {
+      session.killNow();
+      await session.closed;
+      throw error;
+    }
+  };
+
+  const first = await launch();
+  let session = first.session;
+  const fingerprint = hashCanonical(first.registration);
+  let family: ToolFamily;
+  try {
+    family = buildFamily(options, first.registration, (...args) => invoke(...args));
+  } catch (error) {
+    await session.stop(shutdownGraceMs);
+    throw error;
+  }
+
+  let state: ToolProcessState = "ready";
+  let restarts = 0;
+  let lastError: ToolError | undefined;
+  let nextCallId = 0;
+  let restartTimer: NodeJS.Timeout | undefined;
+  /** Resolves when a restart succeeds or gives up; calls that arrive while restarting wait on it. */
+  let recovered: Promise<void> = Promise.resolve();
+  let wakeWaiters: (() => void) | undefined;
+
+  const restartLater = (error: ToolError): void => {
+    lastError = error;
+    if (state === "stopped" || state === "dead") return;
+    if (restarts >= maxRestarts) {
+      state = "dead";
+      log({ level: "error", message: `tool process gave up after ${restarts} restart(s): ${error.message}` });
+      wakeWaiters?.();
+      return;
+    }
+    if (state !== "restarting") {
+      state = "restarting";
+      recovered = new Promise<void>((resolve) => (wakeWaiters = resolve));
+    }
+    restarts += 1;
+    const delay = Math.min(backoffMs * 2 ** (restarts - 1), MAX_BACKOFF_MS);
+    log({ level: "warn", message: `tool process ended (${error.message}); restart ${restarts} of ${maxRestarts} in ${delay} ms` });
+    restartTimer = setTimeout(() => {
+      restartTimer = undefined;
+      void (async () => {
+        await session.closed;
+        if (state !== "restarting") return;
+        let next: { session: ProcessSession; registration: ToolRegister };
+        try {
+          next = await launch();
+        } catch (cause) {
+          return restartLater(ToolError.is(cause) ? cause : new ToolError("tool_process_dead", String(cause), { cause }));
+        }
+        if (state !== "restarting") {
+          await next.session.stop(shutdownGraceMs);
+          return;
+        }
+        if (hashCanonical(next.registration) !== fingerprint) {
+          await next.session.stop(shutdownGraceMs);
+          state = "dead";
+          lastError = new ToolError("protocol_error", "tool process registered a different set of tools after a restart; its family no longer describes it");
+          log({ level: "error", message: lastError.message });
+          wakeWaiters?.();
+          return;
+        }
+        adopt(next.session);
+        state = "ready";
+        log({ level: "info", message: `tool process restarted (pid ${next.session.pid})` });
+        wakeWaiters?.();
+      })();
+    }, delay);
+  };
+
+  const adopt = (next: ProcessSession): void => {
+    session = next;
+    next.onDeath((error) => {
+      if (session === next) restartLater(error);
+    });
+  };
+  adopt(session);
+
+  const notRunning = (): ToolError =>
+    new ToolError(
+      "tool_process_dead",
+      state === "stopped" ? `tool process ${name} was stopped` : `tool process ${name} is not running${lastError ? ` (${lastError.message})` : ""}`,
+      { boundary: "effect_not_started", ...(lastError ? { cause: lastError } : {}) },
+    );
+
+  const invoke = async (toolName: string, input: unknown, ctx: ToolContext, escalationApproved: boolean): Promise<CallOutcome> => {
+    const signal = ctx.signal;
+    while (state === "restarting") {
+      if (signal.aborted) throw new ToolError("cancelled", `${name}.${toolName} was cancelled while its process restarted`, { boundary: "effect_not_started" });
+      const aborted = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+      await Promise.race([recovered, aborted]);
+    }
+    if (state !== "ready" || !session.alive) throw notRunning();
+    if (signal.aborted) throw new ToolError("cancelled", `${name}.${toolName} was cancelled before it was sent`, { boundary: "effect_not_started" });
+    const current = session;
+    const callId = `c${(nextCallId++).toString(36)}`;
+    const onAbort = (): void => current.cancel(callId, cancelGraceMs);
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await current.call(callId, toolName, input, ctx.effect.invocationId, escalationApproved, (event) => ctx.progress(progressOf(event)));
+    } catch (error) {
+      if (error instanceof ToolError) throw new ToolError(error.code, `${name}.${toolName}: ${error.message}`, { cause: error });
+      throw error;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  };
+
+  const toolIds = family.tools.map((t) => t.id);
+
+  let stopping: Promise<void> | undefined;
+  const handle: ToolProcessHandle = {
+    name,
+    family,
+    declared: first.registration.tools,
+    toolIds,
+    status(): ToolProcessStatus {
+      return {
+        name,
+        state,
+        pid: state === "ready" ? session.pid : undefined,
+        restarts,
+        pendingCalls: session.pendingCalls,
+        lastError: lastError?.message,
+      };
+    },
+    stderrTail: () => session.stderrTail(),
+    stop(): Promise<void> {
+      stopping ??= (async () => {
+        state = "stopped";
+        if (restartTimer) clearTimeout(restartTimer);
+        wakeWaiters?.();
+        await session.stop(shutdownGraceMs);
+      })();
+      return stopping;
+    },
+  };
+  return Object.freeze(handle);
+}

@@ -1,0 +1,158 @@
+import { z } from "zod";
+
+/**
+ * The wire protocol between a host and a tool process, version "0.1" (compatible with existing
+ * Aivyx PA tool processes). Every message is one frame: a 4-byte big-endian length, then that many
+ * bytes of UTF-8 JSON, an object tagged by `type`.
+ *
+ * Host → tool: `ToolHello`, `InvokeTool`, `CancelInvocation`, `ToolShutdown`.
+ * Tool → host: `ToolRegister` (exactly once, after the hello), `ToolEvent`, `ToolResult`,
+ * `ToolError`, `RequiresEscalation`. `ToolResult`, `ToolError` and `RequiresEscalation` are
+ * terminal: nothing follows them for the same `call_id`. Frames of unknown `type` are skipped.
+ *
+ * Types come from these schemas; they are never written twice.
+ */
+export const PROTOCOL_VERSION = "0.1";
+
+/** Largest frame body either side accepts: 16 MiB. Checked from the header, before buffering. */
+export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+const callId = z.string().min(1).max(256);
+
+// ---------- host → tool ----------
+
+/** First frame the host sends; the tool answers with exactly one `ToolRegister`. */
+export const toolHelloSchema = z.object({ type: z.literal("ToolHello"), protocol_version: z.string() });
+
+/**
+ * Run one tool. `turn_id` identifies the host's invocation (the gate's invocation id).
+ * `escalation_approved` is a Toolgate extension a tool may ignore: true only when a human granted
+ * the escalation this tool asked for on an identical earlier call.
+ */
+export const invokeToolSchema = z.object({
+  type: z.literal("InvokeTool"),
+  call_id: callId,
+  tool_name: z.string(),
+  input: z.unknown(),
+  turn_id: z.string(),
+  escalation_approved: z.boolean().optional(),
+});
+
+/** Ask the tool to stop one call; it answers with `ToolError { code: "cancelled" }` (or its result, if it had finished). */
+export const cancelInvocationSchema = z.object({ type: z.literal("CancelInvocation"), call_id: callId });
+
+/** Ask the tool to exit. The host kills it after a grace period. */
+export const toolShutdownSchema = z.object({ type: z.literal("ToolShutdown") });
+
+// ---------- tool → host ----------
+
+/** One tool a process declares. `required_scope` is self-declared; the operator may only narrow it. */
+export const declaredToolSchema = z.object({
+  name: z.string().min(1).max(128),
+  description: z.string().max(16_384),
+  input_schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]),
+  required_scope: z.string().max(256).nullish(),
+});
+
+/** The tool's one answer to `ToolHello`. */
+export const toolRegisterSchema = z.object({
+  type: z.literal("ToolRegister"),
+  tool_process_name: z.string().max(256),
+  tools: z.array(declaredToolSchema).max(256),
+});
+
+/** What a tool reports while a call runs; becomes a gate progress event. */
+export const toolEventBodySchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("Status"), status: z.string() }),
+  z.object({ kind: z.literal("OutputChunk"), chunk: z.string() }),
+  z.object({ kind: z.literal("Log"), level: z.string(), message: z.string() }),
+]);
+
+export const toolEventSchema = z.object({ type: z.literal("ToolEvent"), call_id: callId, event: z.unknown() });
+
+export const VERIFICATION_STATES = ["Verified", "Unverified", "NotApplicable"] as const;
+
+/** Terminal: the call's output. */
+export const toolResultSchema = z.object({
+  type: z.literal("ToolResult"),
+  call_id: callId,
+  verified: z.enum(VERIFICATION_STATES),
+  output: z.json(),
+});
+
+/** Codes a tool process may send; any other code counts as `invocation_failed`. */
+export const WIRE_ERROR_CODES = ["cancelled", "unknown_tool", "invocation_failed"] as const;
+
+/** Terminal: the call failed. `code` is open-ended on the wire. */
+export const toolErrorSchema = z.object({
+  type: z.literal("ToolError"),
+  call_id: callId,
+  code: z.string().max(128),
+  message: z.string(),
+});
+
+/** Terminal: the tool will not act without a human's approval. */
+export const requiresEscalationSchema = z.object({ type: z.literal("RequiresEscalation"), call_id: callId, reason: z.string() });
+
+export type ToolHello = z.infer<typeof toolHelloSchema>;
+export type InvokeTool = z.infer<typeof invokeToolSchema>;
+export type CancelInvocation = z.infer<typeof cancelInvocationSchema>;
+export type ToolShutdown = z.infer<typeof toolShutdownSchema>;
+export type DeclaredTool = z.infer<typeof declaredToolSchema>;
+export type ToolRegister = z.infer<typeof toolRegisterSchema>;
+export type ToolEventBody = z.infer<typeof toolEventBodySchema>;
+export type ToolEvent = z.infer<typeof toolEventSchema>;
+export type VerificationState = (typeof VERIFICATION_STATES)[number];
+export type ToolResult = z.infer<typeof toolResultSchema>;
+export type ToolErrorFrame = z.infer<typeof toolErrorSchema>;
+export type RequiresEscalation = z.infer<typeof requiresEscalationSchema>;
+
+/** Frames a host sends. */
+export type HostMessage = ToolHello | InvokeTool | CancelInvocation | ToolShutdown;
+/** Frames a tool sends. */
+export type ToolMessage = ToolRegister | ToolEvent | ToolResult | ToolErrorFrame | RequiresEscalation;
+
+const toolMessageSchemas = {
+  ToolRegister: toolRegisterSchema,
+  ToolEvent: toolEventSchema,
+  ToolResult: toolResultSchema,
+  ToolError: toolErrorSchema,
+  RequiresEscalation: requiresEscalationSchema,
+} as const;
+
+const hostMessageSchemas = {
+  ToolHello: toolHelloSchema,
+  InvokeTool: invokeToolSchema,
+  CancelInvocation: cancelInvocationSchema,
+  ToolShutdown: toolShutdownSchema,
+} as const;
+
+/** How one decoded frame reads: a known message, a frame of a type to skip, or a malformed known frame. */
+export type Classified<T> =
+  | { readonly kind: "message"; readonly message: T }
+  | { readonly kind: "unknown"; readonly type: string }
+  | { readonly kind: "malformed"; readonly problem: string };
+
+function classify<T>(schemas: Readonly<Record<string, z.ZodType>>, frame: unknown): Classified<T> {
+  if (frame === null || typeof frame !== "object" || Array.isArray(frame)) return { kind: "malformed", problem: "a frame must be a JSON object" };
+  const type = (frame as { type?: unknown }).type;
+  if (typeof type !== "string") return { kind: "malformed", problem: 'a frame needs a string "type"' };
+  const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
+  if (!schema) return { kind: "unknown", type: type.slice(0, 64) };
+  const parsed = schema.safeParse(frame);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`);
+    return { kind: "malformed", problem: `${type} frame is malformed: ${issues.join("; ")}` };
+  }
+  return { kind: "message", message: parsed.data as T };
+}
+
+/** Read a decoded frame as a tool → host message. */
+export function classifyToolMessage(frame: unknown): Classified<ToolMessage> {
+  return classify<ToolMessage>(toolMessageSchemas, frame);
+}
+
+/** Read a decoded frame as a host → tool message (what a tool process, or the SDK, receives). */
+export function classifyHostMessage(frame: unknown): Classified<HostMessage> {
+  return classify<HostMessage>(hostMessageSchemas, frame);
+}

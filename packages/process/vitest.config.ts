@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["src/**/*.test.ts"],
+    typecheck: { include: ["src/**/*.test-d.ts"], tsconfig: "./tsconfig.json" },
+    globalSetup: ["./src/fixtures/global-setup.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Tests spawn real child processes on a small shared machine: keep it modest.
+    maxWorkers: 2,
+  },
+});
