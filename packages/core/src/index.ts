@@ -82,7 +82,7 @@ export { scanForInjection, fenceUntrusted, normalizeForScan } from "./untrusted.
 export type { InjectionFinding, FencedContent } from "./untrusted.js";
 
 export { createGate } from "./gate/gate.js";
-export type { Gate, CreateGateOptions, CallOptions, InputFor, OutputFor } from "./gate/gate.js";
+export type { Gate, AnyGate, CreateGateOptions, CallOptions, InputFor, OutputFor } from "./gate/gate.js";
 export type { InvokeResult, OkResult, ApprovalRequiredResult, DeniedResult, ErrorResult } from "./gate/results.js";
 export type { ApprovalGrant, ApprovalDesk, GrantOptions, DenyOptions } from "./gate/approvals.js";
 

@@ -1,11 +1,8 @@
 import { hashCanonical } from "./canonical-json.js";
 import { ToolError } from "./errors.js";
-import { intentOf, internalsOfGate, type Gate } from "./gate/gate.js";
+import { intentOf, internalsOfGate, type AnyGate } from "./gate/gate.js";
 import type { Journal, JournalReceipt, OutboxEntry } from "./journal/types.js";
 import { isSideEffectful } from "./manifest.js";
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyGate = Gate<any>;
 
 export interface RecoverOutboxOptions {
   /** Only entries untouched for this long are taken: younger ones may still be running. Default 5 minutes. */

@@ -455,7 +455,8 @@ describe("gate: each refusal happens before the next step's side effects", () =>
 
   it("8. a handler's own ToolError keeps its code; an unclassified throw from a write is effect_state_unknown", async () => {
     const { gate } = setup();
-    expect(await gate.invoke("notes.read_note", { id: "missing" }, base)).toMatchObject({ status: "error", code: "not_found", boundary: "effect_failed" });
+    // A definite answer is not retryable, even from a tool declared retryable.
+    expect(await gate.invoke("notes.read_note", { id: "missing" }, base)).toMatchObject({ status: "error", code: "not_found", boundary: "effect_failed", retryable: false });
     const thrower = defineTool({
       id: "notes.explode",
       title: "Explode",

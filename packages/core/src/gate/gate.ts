@@ -58,6 +58,10 @@ export type OutputFor<TTool, TId extends string> = string extends ToolIdOf<TTool
     ? ToolOutput<ToolById<TTool, TId>>
     : unknown;
 
+/** Any gate, whatever its registry's tools: for functions that take a gate and do not care which. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyGate = Gate<any>;
+
 export interface Gate<TTool extends AnyToolManifest = AnyToolManifest> {
   /**
    * Run one tool call through every step: resolve, freeze, validate, policy, approval,
@@ -78,6 +82,8 @@ const DEFAULT_MAX_INPUT_BYTES = 1024 * 1024;
 const MAX_PREVIEW_BYTES = 256 * 1024;
 const MAX_KEY_LENGTH = 256;
 const NO_FINDINGS: readonly InjectionFinding[] = Object.freeze([]);
+/** Failures that may pass if the same call is tried again; a definite answer (not_found…) never does. */
+const TRANSIENT_CODES: ReadonlySet<string> = new Set(["timeout", "cancelled", "rate_limited", "provider_unavailable", "handler_failed", "journal_failed", "tool_process_dead"]);
 
 /** Everything one call carries from step to step. */
 interface CallState {
@@ -575,7 +581,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
       code: error.code,
       message,
       boundary,
-      retryable: error.retryable || (boundary !== "effect_state_unknown" && manifest.retryable && error.code !== "output_invalid"),
+      retryable: error.retryable || (boundary !== "effect_state_unknown" && manifest.retryable && TRANSIENT_CODES.has(error.code)),
       ...(details === undefined ? {} : { details }),
     };
   };
