@@ -1,25 +1,29 @@
-import { readFile } from "node:fs/promises";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 
 const root = new URL("../../", import.meta.url);
-const read = (path: string) => readFile(new URL(path, root), "utf8");
-const firstTsBlock = (markdown: string) => /```ts\n([\s\S]*?)```/.exec(markdown)?.[1];
+const read = (path: string) => readFileSync(new URL(path, root), "utf8");
 
-// Each README's example is a file here, compiled by the typecheck step and run below.
-const examples = [
-  { readme: "README.md", file: "tests/src/readme-example.ts" },
-  { readme: "packages/core/README.md", file: "tests/src/core-readme-example.ts" },
-];
+/** Markdown whose TypeScript examples must each be a file that the tests compile (and run). */
+const documents = ["README.md", "packages/core/README.md", ...readdirSync(new URL("docs/", root)).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
 
-describe("README examples", () => {
-  for (const { readme, file } of examples) {
-    it(`${readme} shows ${file} exactly`, async () => {
-      expect(firstTsBlock(await read(readme))).toBe(await read(file));
+describe("code examples in the docs are the files the tests compile", () => {
+  for (const doc of documents) {
+    it(doc, () => {
+      const text = read(doc);
+      const blocks = [...text.matchAll(/(<!-- example: (\S+) -->\n)?```ts\n([\s\S]*?)```/g)];
+      for (const [, marker, file, body] of blocks) {
+        expect(marker, `a ts block in ${doc} has no <!-- example: file --> marker`).toBeDefined();
+        expect(existsSync(new URL(file!, root)), `${file} is missing`).toBe(true);
+        expect(body).toBe(read(file!));
+      }
     });
   }
+});
 
+describe("README examples run", () => {
   it("the root example fits in 20 lines and invokes a tool through the gate", async () => {
-    const example = await read("tests/src/readme-example.ts");
+    const example = read("tests/src/readme-example.ts");
     expect(example.split("\n").filter((l) => l.trim() !== "").length).toBeLessThanOrEqual(20);
     const { result } = await import("./readme-example.js");
     expect(result).toMatchObject({ status: "ok", output: { words: 4 }, toolId: "text.count_words" });
@@ -29,12 +33,11 @@ describe("README examples", () => {
     const { gate } = await import("./core-readme-example.js");
     const outbox = await gate.journal.listOutbox({ states: ["completed"] });
     expect(outbox.map((e) => e.toolId)).toEqual(["notes.save_note"]);
-    const approvals = await gate.journal.listApprovals({ status: ["consumed"] });
-    expect(approvals).toHaveLength(1);
+    expect(await gate.journal.listApprovals({ status: ["consumed"] })).toHaveLength(1);
   });
 
-  it("the quick start's test command is the one .ci/run runs", async () => {
-    expect(await read("README.md")).toContain("npm ci && npm test");
-    expect(await read(".ci/run")).toMatch(/^npm test\b/m);
+  it("the quick start's test command is the one .ci/run runs", () => {
+    expect(read("README.md")).toContain("npm ci && npm test");
+    expect(read(".ci/run")).toMatch(/^npm test\b/m);
   });
 });

@@ -341,6 +341,52 @@ describe("gate: each refusal happens before the next step's side effects", () =>
     expect(store.writes).toBe(1);
   });
 
+  it("6. without a key, a call whose preview changed is a new call, not a replay (A, then B, then A again)", async () => {
+    const values = new Map<string, string>();
+    const setValue = defineTool({
+      id: "notes.set_value",
+      title: "Set a value",
+      description: "Set a named value.",
+      input: z.object({ name: z.string(), value: z.string() }),
+      output: z.object({ value: z.string() }),
+      actionType: "notes-write",
+      effect: "write",
+      requiredAllowlist: ["notes:write"],
+      risk: "medium",
+      approval: "always",
+      preview: ({ name, value }) => ({ summary: `Set ${name}`, details: { before: values.get(name) ?? null, after: value } }),
+      idempotent: true,
+      retryable: true,
+      reversible: true,
+      runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
+      untrustedOutput: false,
+      handler: ({ name, value }) => (values.set(name, value), { value }),
+    });
+    const { gate, calls } = setup({ extraTools: [setValue] });
+    for (const value of ["A", "B", "A"]) {
+      const { grant } = await approve(gate, "notes.set_value", { name: "x", value });
+      expect(await gate.invoke("notes.set_value", { name: "x", value }, { ...base, approval: grant })).toMatchObject({ status: "ok", replayed: false });
+    }
+    expect(values.get("x")).toBe("A");
+    expect(calls("notes.set_value")).toBe(3);
+  });
+
+  it("6. without a key, an identical call after the retry window is a new call", async () => {
+    let now = Date.parse("2026-01-01T00:00:00Z");
+    const store = createNotesStore();
+    const gate = createGate({ registry: createToolRegistry({ families: [createNotesTools(store)] }), journal: createMemoryJournal(), clock: () => now, derivedKeyWindowMs: 60_000 });
+    expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, base)).toMatchObject({ status: "ok", replayed: false });
+    now += 30_000;
+    expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, base)).toMatchObject({ status: "ok", replayed: true });
+    now += 60_001;
+    expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, base)).toMatchObject({ status: "ok", replayed: false });
+    // A caller's own key deduplicates for as long as the journal keeps it.
+    expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, { ...base, idempotencyKey: "mine" })).toMatchObject({ replayed: false });
+    now += 3_600_000;
+    expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, { ...base, idempotencyKey: "mine" })).toMatchObject({ replayed: true });
+    expect(store.writes).toBe(3);
+  });
+
   it("6. read and pure tools without a key are never replayed", async () => {
     const { gate, calls, store } = setup();
     store.notes.set("r", "v1");

@@ -30,6 +30,11 @@ export interface CreateGateOptions<TTool extends AnyToolManifest> {
   readonly approvalRequestTtlMs?: number;
   /** Largest canonical input accepted, in bytes; default 1 MiB. */
   readonly maxInputBytes?: number;
+  /**
+   * Without a caller's key, an identical side-effectful call within this window is a retry and is
+   * replayed; after it, a new call. Default 10 minutes.
+   */
+  readonly derivedKeyWindowMs?: number;
 }
 
 /** Per-call facts from the host (never from the model). */
@@ -120,6 +125,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
   const redactor = createRedactor(options.secrets ?? []);
   const requestTtlMs = options.approvalRequestTtlMs ?? DEFAULT_REQUEST_TTL_MS;
   const maxInputBytes = options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
+  const derivedKeyWindowMs = options.derivedKeyWindowMs ?? 10 * 60_000;
   const pendingLate = new Set<Promise<unknown>>();
   // Invocation ids: a random per-gate prefix and a counter: unique across processes, cheap per call.
   const invocationPrefix = `${randomBytes(8).toString("hex")}_`;
@@ -372,13 +378,15 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
    * The key the caller sees (and may pass back) and the journal's key, scoped to tenant and
    * principal so one tenant's keys can never collide with, or reveal, another's.
    */
-  const keysFor = (state: CallState): { visible: string; journalKey: string; fresh: boolean } => {
+  const keysFor = (state: CallState, previewHash: string | undefined): { visible: string; journalKey: string; fresh: boolean } => {
     const { call } = state;
     let visible: string;
     let fresh = false;
     if (call.idempotencyKey !== undefined) visible = call.idempotencyKey;
     else if (isSideEffectful(state.tool!.manifest.effect)) {
-      visible = `auto-${hashCanonical([state.tool!.manifest.id, state.inputHash, call.principal, call.tenant])}`;
+      // The same call, seen the same way (for approval tools: the same preview of the same state),
+      // is a retry. A change in what the human would see makes it a new call.
+      visible = `auto-${hashCanonical([state.tool!.manifest.id, state.inputHash, call.principal, call.tenant, previewHash ?? null])}`;
     } else {
       visible = `once-${state.invocationId}`;
       fresh = true;
@@ -397,6 +405,9 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
       case "pending":
         return refuse(state, "denied", new ToolError("idempotency_in_flight", "a call with this idempotency key is still running (or was interrupted; run outbox recovery)"));
       case "completed":
+        // A derived key stands for "the same call, retried": after the retry window, an identical
+        // call is a new one (pass an idempotency key to deduplicate for longer).
+        if (state.call.idempotencyKey === undefined && Date.parse(entry.updatedAt) < clock() - derivedKeyWindowMs) return { retake: ["completed"] };
         return replay(state, entry, key);
       case "failed": {
         const retakeable =
@@ -765,7 +776,16 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     if (denial) return refuse(state, "denied", denial);
 
     const manifest = state.tool!.manifest;
-    const { visible, journalKey: key, fresh } = keysFor(state);
+    // 5a. the preview a human would approve: computed first, because it is part of what makes two
+    // calls without a key the same call.
+    const needsApproval = approvalRequired(state);
+    let built: { preview: ApprovalPreview; previewHash: string } | undefined;
+    if (needsApproval) {
+      const preview = await buildPreview(state);
+      if (preview instanceof ToolError) return refuse(state, "error", preview);
+      built = preview;
+    }
+    const { visible, journalKey: key, fresh } = keysFor(state, built?.previewHash);
     state.visibleKey = visible;
     // Pure tools need no outbox: nothing to recover. Held output needs one to be released from.
     const usesOutbox =
@@ -785,11 +805,9 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
       }
     }
 
-    // 5. approval
+    // 5b. approval
     let grant: GrantCheck | undefined;
-    if (approvalRequired(state)) {
-      const built = await buildPreview(state);
-      if (built instanceof ToolError) return refuse(state, "error", built);
+    if (built) {
       if (!call.approval) return requestApproval(state, "call", built.preview, built.previewHash, key);
       grant = grantCheckFor(state, call.approval, built.previewHash);
       // Check now, consume atomically with the intent: a mismatch leaves the grant usable.

@@ -1,0 +1,163 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createGate, createToolRegistry, defineFamily, defineProfile, defineTool, type Journal } from "@toolgate/core";
+import { connectPostgresJournal } from "@toolgate/store-postgres";
+import { openSqliteJournal } from "@toolgate/store-sqlite";
+import { z } from "zod";
+
+const MEASURE_MS = 2000;
+const WARMUP_CALLS = 300;
+const IN_FLIGHT = 32;
+
+/**
+ * Durable governed calls per second through a real gate: a small pure tool (one audit event per
+ * call) and a small side-effectful tool (intent before the effect, then the settled result), on
+ * SQLite at synchronous NORMAL and FULL and on PostgreSQL, one at a time and 32 in flight.
+ */
+export async function benchJournalThroughput(): Promise<string[]> {
+  const lines = [
+    `journal throughput — durable governed calls per second (${MEASURE_MS / 1000} s per figure, after ${WARMUP_CALLS} warm-up calls)`,
+    `machine load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores when it started`,
+  ];
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-bench-"));
+  const auditKey = randomBytes(32);
+  try {
+    for (const synchronous of ["normal", "full"] as const) {
+      const journal = await openSqliteJournal(join(dir, `${synchronous}.db`), { auditKey, synchronous });
+      lines.push(...(await measureStore(`sqlite ${synchronous.toUpperCase()}`, journal)));
+      await journal.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const server = postgresServer();
+  if (server.url === undefined) {
+    lines.push(`postgres: skipped (${server.reason})`);
+  } else {
+    try {
+      const schema = `bench_${randomBytes(4).toString("hex")}`;
+      const journal = await connectPostgresJournal(server.url, { auditKey, schema, poolSize: IN_FLIGHT });
+      try {
+        lines.push(...(await measureStore("postgres", journal)));
+      } finally {
+        await journal.close();
+      }
+    } finally {
+      server.stop();
+    }
+  }
+  return lines;
+}
+
+async function measureStore(label: string, journal: Journal): Promise<string[]> {
+  const { gate, call } = benchGate(journal);
+  let n = 0;
+  const pure = async (): Promise<void> => {
+    const result = await gate.invoke("bench.count_words", { text: "governed tools for agents that hold a real mailbox" }, call);
+    if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);
+  };
+  const effect = async (): Promise<void> => {
+    // A fresh input per call: the derived idempotency key differs, so every call runs its effect.
+    const result = await gate.invoke("bench.append_line", { line: "an audited side effect", n: n++ }, call);
+    if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);
+  };
+  const out: string[] = [];
+  for (const [tool, fn] of [["pure tool", pure], ["side-effectful tool", effect]] as const) {
+    const sequential = await callsPerSecond(fn, 1);
+    const parallel = await callsPerSecond(fn, IN_FLIGHT);
+    out.push(`${`${label}, ${tool}`.padEnd(38)} ${fmt(sequential).padStart(9)} calls/s sequential   ${fmt(parallel).padStart(9)} calls/s with ${IN_FLIGHT} in flight`);
+  }
+  return out;
+}
+
+async function callsPerSecond(fn: () => Promise<void>, inFlight: number): Promise<number> {
+  for (let i = 0; i < WARMUP_CALLS; i++) await fn();
+  (globalThis as { gc?: () => void }).gc?.();
+  let calls = 0;
+  const start = process.hrtime.bigint();
+  const deadline = start + BigInt(MEASURE_MS) * 1_000_000n;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (process.hrtime.bigint() < deadline) {
+        await fn();
+        calls++;
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  return calls / seconds;
+}
+
+const fmt = (n: number): string => Math.round(n).toLocaleString("en-US");
+
+function benchGate(journal: Journal) {
+  const countWords = defineTool({
+    id: "bench.count_words",
+    title: "Count words",
+    description: "Count words.",
+    input: z.object({ text: z.string().max(10_000) }),
+    output: z.object({ words: z.number().int() }),
+    actionType: "compute",
+    effect: "none",
+    requiredAllowlist: ["bench:read"],
+    risk: "low",
+    approval: "never",
+    idempotent: true,
+    retryable: true,
+    reversible: true,
+    runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
+    untrustedOutput: false,
+    handler: (args) => ({ words: args.text.split(" ").length }),
+  });
+  const lines: string[] = [];
+  const appendLine = defineTool({
+    id: "bench.append_line",
+    title: "Append a line",
+    description: "Append a line to an in-memory log. Cannot be undone.",
+    input: z.object({ line: z.string().max(200), n: z.number().int() }),
+    output: z.object({ length: z.number().int() }),
+    actionType: "log-write",
+    effect: "write",
+    requiredAllowlist: ["bench:write"],
+    risk: "low",
+    approval: "never",
+    idempotent: false,
+    retryable: false,
+    reversible: false,
+    runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
+    untrustedOutput: false,
+    target: (args) => `line ${args.n}`,
+    handler: (args) => {
+      if (lines.length > 10_000) lines.length = 0;
+      return { length: lines.push(args.line) };
+    },
+  });
+  const registry = createToolRegistry({
+    families: [defineFamily({ name: "bench", tools: [countWords, appendLine], permissions: ["bench:read", "bench:write"] })],
+  });
+  const profile = defineProfile({ name: "bench", allow: ["bench:read", "bench:write"], maxRisk: "low" });
+  const gate = createGate({ registry, journal, secrets: ["bench-secret-value"] });
+  return { gate, call: { principal: "bench-agent", tenant: "bench", profile } };
+}
+
+/** The server in TOOLGATE_PG_URL, or a throwaway one from scripts/postgres.sh. */
+function postgresServer(): { url?: string; reason: string; stop: () => void } {
+  const given = process.env["TOOLGATE_PG_URL"];
+  if (given) return { url: given, reason: "", stop: () => undefined };
+  const script = fileURLToPath(new URL("../../scripts/postgres.sh", import.meta.url));
+  try {
+    const out = execFileSync("bash", [script, "start"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
+    const url = /TOOLGATE_PG_URL=(\S+)/.exec(out)?.[1];
+    const dir = /TOOLGATE_PG_DIR=(\S+)/.exec(out)?.[1];
+    if (!url || !dir) return { reason: "scripts/postgres.sh printed no URL", stop: () => undefined };
+    return { url, reason: "", stop: () => execFileSync("bash", [script, "stop", dir], { stdio: "ignore", timeout: 120_000 }) };
+  } catch (cause) {
+    const stderr = String((cause as { stderr?: unknown }).stderr ?? "").trim();
+    return { reason: `no server could be started: ${stderr.split("\n").at(-1) || String(cause)}`, stop: () => undefined };
+  }
+}

@@ -1,0 +1,77 @@
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { hashCanonical, type InvokeResult } from "@toolgate/core";
+import { CliFailure, EXIT, type Io } from "../output.js";
+import type { Runtime } from "../runtime.js";
+import { renderRequest, takeGrant } from "./approvals.js";
+
+export interface CallOptions {
+  readonly input: string;
+  readonly profile: string;
+  readonly principal?: string;
+  readonly tenant?: string;
+  readonly key?: string;
+  readonly json: boolean;
+}
+
+/** One governed call. A grant approved with `toolgate approvals approve` is picked up by request id. */
+export async function callCommand(runtime: Runtime, toolId: string, options: CallOptions, io: Io): Promise<number> {
+  const input = await readInput(runtime, options.input);
+  const call = {
+    principal: options.principal ?? runtime.config.principal ?? "cli",
+    tenant: options.tenant ?? runtime.config.tenant ?? "default",
+    profile: runtime.profile(options.profile),
+    ...(options.key ? { idempotencyKey: options.key } : {}),
+    onProgress: (event: { message: string }) => {
+      if (io.interactive) io.err(`… ${event.message}`);
+    },
+  };
+  // A grant a human approved for exactly this call is used (once); the gate checks it again.
+  let inputHash: string | undefined;
+  try {
+    inputHash = hashCanonical(input);
+  } catch {
+    inputHash = undefined; // not plain JSON: the gate refuses it with the reason
+  }
+  const grant = inputHash ? await takeGrant(runtime, { toolId, inputHash, principal: call.principal, tenant: call.tenant }) : undefined;
+  const result: InvokeResult = await runtime.gate.invoke(toolId, input, grant ? { ...call, approval: grant } : call);
+  if (options.json) io.out(JSON.stringify(result, null, 2));
+  else io.out(describeResult(runtime, result));
+  switch (result.status) {
+    case "ok":
+      return EXIT.ok;
+    case "approval_required":
+      return EXIT.approval;
+    default:
+      return EXIT.failed;
+  }
+}
+
+function describeResult(runtime: Runtime, result: InvokeResult): string {
+  switch (result.status) {
+    case "ok":
+      return [`ok${result.replayed ? " (replayed: the call already ran with this key)" : ""}`, result.content].join("\n");
+    case "approval_required":
+      return [
+        `approval required (${result.reason === "output" ? "flagged output held" : "a human must approve this call"})`,
+        `request ${result.requestId}, expires ${result.expiresAt}`,
+        `preview: ${result.preview.summary}`,
+        ...(result.preview.body !== undefined ? result.preview.body.split("\n").map((l) => `  | ${l}`) : []),
+        `approve: toolgate approvals approve ${result.requestId} --approver <you>   then run this call again`,
+      ].join("\n");
+    case "denied":
+    case "error":
+      return `${result.status}: ${result.code} — ${result.message}\n(effect: ${result.boundary.replace(/_/g, " ")}; journal #${result.receipt?.seq ?? "?"}; ${runtime.journal.kind})`;
+  }
+}
+
+async function readInput(runtime: Runtime, text: string): Promise<unknown> {
+  const source = text.startsWith("@") ? await readFile(resolve(process.cwd(), text.slice(1)), "utf8") : text;
+  try {
+    return JSON.parse(source) as unknown;
+  } catch {
+    throw new CliFailure("--input is not valid JSON", EXIT.usage, `pass JSON or @file, e.g. --input '{"path":"README.md"}' (${runtime.configPath})`);
+  }
+}
+
+export { renderRequest };

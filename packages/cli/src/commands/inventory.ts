@@ -1,0 +1,32 @@
+import { buildInventory } from "@toolgate/core";
+import { EXIT, table, type Io } from "../output.js";
+import type { Runtime } from "../runtime.js";
+
+export async function inventoryCommand(runtime: Runtime, options: { profile?: string; json: boolean }, io: Io): Promise<number> {
+  const profiles = options.profile ? [runtime.profile(options.profile)] : runtime.profiles;
+  const inventory = buildInventory(runtime.registry, { profiles });
+  const tools = options.profile ? inventory.tools.filter((t) => t.reachableBy.includes(options.profile!)) : inventory.tools;
+  if (options.json) {
+    io.out(JSON.stringify({ ...inventory, tools }, null, 2));
+    return EXIT.ok;
+  }
+  io.out(
+    table(
+      ["tool", "kind", "action", "effect", "risk", "approval", "tokens", "sovereignty", "scopes", "profiles"],
+      tools.map((t) => [
+        t.id,
+        t.kind,
+        t.actionType,
+        t.effect,
+        t.risk,
+        t.approval,
+        t.requiredAllowlist.join(" "),
+        t.sovereignty,
+        t.connector ? t.connector.scopes.join(" ") : "-",
+        t.reachableBy.join(" ") || "-",
+      ]),
+    ),
+  );
+  io.out(`\n${tools.length} tool${tools.length === 1 ? "" : "s"}; registry ${inventory.fingerprint.slice(0, 16)}`);
+  return EXIT.ok;
+}

@@ -1,0 +1,168 @@
+import { Command, CommanderError, Option } from "commander";
+import { approvalsApprove, approvalsDeny, approvalsList, approvalsShow } from "./commands/approvals.js";
+import { auditExport, auditTail, auditVerify } from "./commands/audit.js";
+import { callCommand } from "./commands/call.js";
+import { connectionsAdd, connectionsRevoke, connectionsStatus } from "./commands/connections.js";
+import { docsCommand } from "./commands/docs.js";
+import { inventoryCommand } from "./commands/inventory.js";
+import { outboxList, outboxRecover, outboxResolve } from "./commands/outbox.js";
+import { CliFailure, EXIT, processIo, reportFailure, type Io } from "./output.js";
+import { openRuntime, type Runtime } from "./runtime.js";
+
+const EXIT_HELP = `
+Exit codes:
+  0  done
+  1  the command ran and found a failure (a refused call, drifted docs, a broken audit chain)
+  2  bad flags or arguments
+  3  the composition file, journal or keys could not be loaded
+  4  the call waits for a human's approval`;
+
+/** Extra subcommands other packages contribute (connections, tool, serve-mcp). */
+export type CommandPlugin = (program: Command, context: { withRuntime: WithRuntime; io: Io }) => void;
+export type WithRuntime = (action: (runtime: Runtime, ...args: never[]) => Promise<number>) => (...args: unknown[]) => Promise<void>;
+
+/** Run the CLI with `argv` (without node and the script); resolves with the exit code. */
+export async function run(argv: readonly string[], options: { io?: Io; cwd?: string; plugins?: readonly CommandPlugin[] } = {}): Promise<number> {
+  const io = options.io ?? processIo;
+  let exitCode: number = EXIT.ok;
+  const program = new Command("toolgate")
+    .description("Governed tools for AI agents: docs, inventory, calls, approvals, audit, outbox.")
+    .option("-c, --config <file>", "composition file (default: toolgate.config.{ts,mjs,js,json} here)")
+    .option("--debug", "print stack traces")
+    .addHelpText("after", EXIT_HELP)
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
+
+  const withRuntime: WithRuntime = (action) => async (...args: unknown[]) => {
+    const globals = program.opts<{ config?: string; debug?: boolean }>();
+    const runtime = await openRuntime({ cwd: options.cwd ?? process.cwd(), ...(globals.config ? { configPath: globals.config } : {}) });
+    try {
+      exitCode = await (action as (r: Runtime, ...a: unknown[]) => Promise<number>)(runtime, ...args);
+    } finally {
+      await runtime.close();
+    }
+  };
+
+  program
+    .command("docs")
+    .description("render one Markdown page per family from the manifests")
+    .option("--out <dir>", "where the pages go", "docs/tools")
+    .option("--check", "write nothing; fail when the committed pages drift", false)
+    .action(withRuntime((rt, opts: { out: string; check: boolean }) => docsCommand(rt, opts, io)));
+
+  program
+    .command("inventory")
+    .description("the capability inventory: every tool, its boundary, tokens, risk, approval and who can reach it")
+    .option("--profile <name>", "only the tools this profile can reach")
+    .option("--json", "print JSON", false)
+    .action(withRuntime((rt, opts: { profile?: string; json: boolean }) => inventoryCommand(rt, opts, io)));
+
+  program
+    .command("call")
+    .description("make one governed call; prints the result, or the approval preview and request id")
+    .argument("<tool>", "tool id, e.g. repo.read_file")
+    .requiredOption("--input <json|@file>", "the input as JSON, or @path to a JSON file")
+    .requiredOption("--profile <name>", "the profile the call runs under")
+    .option("--principal <id>", "who is calling (default from the config, else cli)")
+    .option("--tenant <id>", "the tenant (default from the config, else default)")
+    .option("--key <key>", "idempotency key")
+    .option("--json", "print the result as JSON", false)
+    .action(withRuntime((rt, tool: string, opts: Parameters<typeof callCommand>[2]) => callCommand(rt, tool, opts, io)));
+
+  const approvals = program.command("approvals").description("requests waiting for a human, their previews and decisions");
+  approvals
+    .command("list")
+    .option("--status <list>", "pending, granted, denied, consumed, expired (comma-separated) or all", "pending")
+    .option("--json", "print JSON", false)
+    .action(withRuntime((rt, opts: { status: string; json: boolean }) => approvalsList(rt, opts, io)));
+  approvals
+    .command("show")
+    .argument("<request>", "request id")
+    .option("--json", "print JSON", false)
+    .action(withRuntime((rt, id: string, opts: { json: boolean }) => approvalsShow(rt, id, opts, io)));
+  approvals
+    .command("approve")
+    .argument("<request>", "request id")
+    .requiredOption("--approver <name>", "who approves")
+    .option("--ttl <duration>", "how long the grant stays usable", "10m")
+    .action(withRuntime((rt, id: string, opts: { approver: string; ttl: string }) => approvalsApprove(rt, id, opts, io)));
+  approvals
+    .command("deny")
+    .argument("<request>", "request id")
+    .requiredOption("--approver <name>", "who denies")
+    .option("--reason <text>", "why", "denied")
+    .action(withRuntime((rt, id: string, opts: { approver: string; reason: string }) => approvalsDeny(rt, id, opts, io)));
+
+  const audit = program.command("audit").description("the audit journal");
+  audit
+    .command("tail")
+    .option("-n, --lines <n>", "how many events", (v) => Number.parseInt(v, 10), 20)
+    .option("--json", "one JSON event per line", false)
+    .action(withRuntime((rt, opts: { lines: number; json: boolean }) => auditTail(rt, opts, io)));
+  audit
+    .command("verify")
+    .description("walk the HMAC chain; names the first bad entry")
+    .option("--json", "print the verdict as JSON", false)
+    .action(withRuntime((rt, opts: { json: boolean }) => auditVerify(rt, opts, io)));
+  audit
+    .command("export")
+    .option("--out <file>", "write JSON lines here (mode 0600) instead of stdout")
+    .action(withRuntime((rt, opts: { out?: string }) => auditExport(rt, opts, io)));
+
+  const outbox = program.command("outbox").description("intents and their effect state");
+  outbox
+    .command("list")
+    .option("--state <list>", "pending, completed, failed, unknown (comma-separated) or all", "pending,unknown")
+    .option("--json", "print JSON", false)
+    .action(withRuntime((rt, opts: { state: string; json: boolean }) => outboxList(rt, opts, io)));
+  outbox
+    .command("recover")
+    .description("after a crash: replay idempotent intents with the same key; leave the rest for an operator")
+    .option("--older-than <duration>", "only entries untouched this long", "5m")
+    .option("--json", "print JSON", false)
+    .action(withRuntime((rt, opts: { olderThan: string; json: boolean }) => outboxRecover(rt, opts, io)));
+  outbox
+    .command("resolve")
+    .argument("<key>", "outbox key")
+    .addOption(new Option("--applied", "the effect did happen"))
+    .addOption(new Option("--not-applied", "the effect did not happen"))
+    .requiredOption("--operator <name>", "who decided")
+    .option("--note <text>", "why")
+    .action(withRuntime((rt, key: string, opts: { applied?: boolean; notApplied?: boolean; operator: string; note?: string }) => outboxResolve(rt, key, opts, io)));
+
+  const connections = program.command("connections").description("the token vault: connections to providers");
+  connections
+    .command("add")
+    .description("add a connection from a token JSON file")
+    .requiredOption("--id <id>", "connection id")
+    .requiredOption("--provider <name>", "provider, e.g. google or notion")
+    .requiredOption("--file <path>", "token JSON file")
+    .option("--tenant <id>", "serve only this tenant")
+    .option("--principal <id>", "serve only this principal")
+    .option("--default", "the provider's default connection")
+    .option("--scopes <list>", "granted scopes, when the file does not say")
+    .action(withRuntime((rt, opts: Parameters<typeof connectionsAdd>[1]) => connectionsAdd(rt, opts, io)));
+  connections
+    .command("status")
+    .argument("[id]", "one connection")
+    .option("--json", "print JSON", false)
+    .action(withRuntime((rt, id: string | undefined, opts: { json: boolean }) => connectionsStatus(rt, id, opts, io)));
+  connections
+    .command("revoke")
+    .argument("<id>", "connection id")
+    .action(withRuntime((rt, id: string) => connectionsRevoke(rt, id, io)));
+
+  for (const plugin of options.plugins ?? []) plugin(program, { withRuntime, io });
+
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    return reportFailure(io, error, Boolean(program.opts<{ debug?: boolean }>().debug));
+  }
+}
+
+export { CliFailure };

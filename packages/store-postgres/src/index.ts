@@ -1,0 +1,3 @@
+export { connectPostgresJournal } from "./journal.js";
+export type { PostgresJournal, PostgresJournalOptions } from "./journal.js";
+export { POSTGRES_SCHEMA_VERSION } from "./schema.js";

@@ -1,0 +1,160 @@
+import { computeAuditMac, GENESIS_MAC } from "@toolgate/core";
+import type {
+  ApprovalDecision,
+  ApprovalRequest,
+  ApprovalRequestInput,
+  AuditEventInput,
+  AuditKey,
+  GrantCheck,
+  IntentInput,
+  OutboxEntry,
+  Settlement,
+} from "@toolgate/core";
+
+// The audit events each journal method appends, with the same data as the memory journal's.
+
+export function consumedEvent(request: ApprovalRequest, check: GrantCheck): AuditEventInput {
+  return {
+    type: "approval.consumed",
+    at: check.at,
+    invocationId: check.invocationId,
+    toolId: request.toolId,
+    principal: request.principal,
+    tenant: request.tenant,
+    data: { requestId: request.id },
+  };
+}
+
+export function intentEvent(intent: IntentInput, attempt: number, grantId: string | undefined): AuditEventInput {
+  return {
+    type: "intent.recorded",
+    at: intent.at,
+    invocationId: intent.invocationId,
+    toolId: intent.toolId,
+    principal: intent.principal,
+    tenant: intent.tenant,
+    data: {
+      key: intent.key,
+      intentHash: intent.intentHash,
+      inputHash: intent.inputHash,
+      effect: intent.effect,
+      target: intent.target ?? null,
+      attempt,
+      ...(grantId === undefined ? {} : { grantId }),
+    },
+  };
+}
+
+export function settledEvent(entry: OutboxEntry, key: string, s: Settlement): AuditEventInput {
+  return {
+    type: s.eventType ?? "intent.settled",
+    at: s.at,
+    invocationId: s.invocationId,
+    toolId: entry.toolId,
+    principal: entry.principal,
+    tenant: entry.tenant,
+    data: {
+      key,
+      intentHash: s.intentHash,
+      state: s.state,
+      boundary: s.boundary,
+      ...(s.result ? { outputHash: s.result.outputHash, findings: s.result.findings.length } : {}),
+      ...(s.error ? { code: s.error.code, message: s.error.message } : {}),
+      ...s.audit,
+    },
+  };
+}
+
+export function claimedEvent(entry: OutboxEntry, claimant: string, attempt: number, at: string): AuditEventInput {
+  return {
+    type: "outbox.claimed",
+    at,
+    invocationId: entry.invocationId,
+    toolId: entry.toolId,
+    principal: entry.principal,
+    tenant: entry.tenant,
+    data: { key: entry.key, claimant, attempt, state: entry.state },
+  };
+}
+
+export function decidedEvent(request: ApprovalRequest, id: string, decision: ApprovalDecision): AuditEventInput {
+  return {
+    type: decision.kind === "grant" ? "approval.granted" : "approval.denied",
+    at: decision.at,
+    invocationId: request.invocationId,
+    toolId: request.toolId,
+    principal: request.principal,
+    tenant: request.tenant,
+    data: {
+      requestId: id,
+      approver: decision.approver,
+      ...(decision.kind === "grant" ? { grantExpiresAt: decision.grantExpiresAt } : { reason: decision.reason }),
+    },
+  };
+}
+
+/** The entry a new attempt writes: the intent, pending, its attempt count and grant. */
+export function startedEntry(intent: IntentInput, attempts: number, grantId: string | undefined): OutboxEntry {
+  return {
+    ...intent,
+    state: "pending",
+    boundary: "effect_not_started",
+    attempts,
+    updatedAt: intent.at,
+    ...(grantId === undefined ? {} : { grantId }),
+  };
+}
+
+export function settledEntry(entry: OutboxEntry, s: Settlement): OutboxEntry {
+  const { result: _r, error: _e, ...rest } = entry;
+  return {
+    ...rest,
+    state: s.state,
+    boundary: s.boundary,
+    updatedAt: s.at,
+    ...(s.result === undefined ? {} : { result: s.result }),
+    ...(s.error === undefined ? {} : { error: s.error }),
+  };
+}
+
+export function decidedRequest(request: ApprovalRequest, decision: ApprovalDecision): ApprovalRequest {
+  return decision.kind === "grant"
+    ? { ...request, status: "granted", decidedBy: decision.approver, decidedAt: decision.at, grantTokenHash: decision.tokenHash, grantExpiresAt: decision.grantExpiresAt }
+    : { ...request, status: "denied", decidedBy: decision.approver, decidedAt: decision.at, reason: decision.reason };
+}
+
+/** Whether a pending request can be joined by `input` (the same call asked again). */
+export function joins(r: ApprovalRequest, input: ApprovalRequestInput): boolean {
+  return (
+    r.status === "pending" &&
+    r.kind === input.kind &&
+    r.toolId === input.toolId &&
+    r.inputHash === input.inputHash &&
+    r.principal === input.principal &&
+    r.tenant === input.tenant &&
+    r.previewHash === input.previewHash &&
+    Date.parse(r.expiresAt) > Date.parse(input.createdAt)
+  );
+}
+
+/** JSON drops `undefined`; these keys are required (possibly undefined) in the contract. */
+export function decodeEntry(text: string): OutboxEntry {
+  const entry = JSON.parse(text) as { target?: string | undefined };
+  if (!("target" in entry)) entry.target = undefined;
+  return entry as OutboxEntry;
+}
+
+export function decodeRequest(text: string): ApprovalRequest {
+  const request = JSON.parse(text) as { target?: string | undefined };
+  if (!("target" in request)) request.target = undefined;
+  return request as ApprovalRequest;
+}
+
+/**
+ * A value derived from the audit key and stored with the journal, so a worker configured with
+ * another key is refused at open instead of appending links nobody can verify. It reveals nothing
+ * about the key.
+ */
+export function auditKeyCheck(key: AuditKey): string {
+  return computeAuditMac(key, GENESIS_MAC, 0, { type: "journal.key_check", at: "1970-01-01T00:00:00.000Z", data: {} });
+}

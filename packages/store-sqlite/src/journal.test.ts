@@ -1,0 +1,213 @@
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { ToolError, verifyAuditChain } from "@toolgate/core";
+import { describeJournal, sampleIntent, sampleRequest } from "@toolgate/core/testing";
+import { afterEach, describe, expect, it } from "vitest";
+import { openSqliteJournal, SQLITE_SCHEMA_VERSION, type SqliteJournal } from "./index.js";
+
+const KEY = "sqlite-conformance-key";
+const dirs: string[] = [];
+const tempFile = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-sqlite-"));
+  dirs.push(dir);
+  return join(dir, "journal.db");
+};
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+const at = (ms = 0): string => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
+
+describeJournal("sqlite", async () => {
+  const path = tempFile();
+  const journal = await openSqliteJournal(path, { auditKey: KEY });
+  return { journal, auditKey: KEY, reopen: () => openSqliteJournal(path, { auditKey: KEY }) };
+});
+
+describeJournal("sqlite without group commit", async () => {
+  const path = tempFile();
+  const journal = await openSqliteJournal(path, { auditKey: KEY, groupCommit: false, synchronous: "normal" });
+  return { journal, auditKey: KEY, reopen: () => openSqliteJournal(path, { auditKey: KEY, groupCommit: false }) };
+});
+
+describe("openSqliteJournal refuses what it cannot safely use", () => {
+  it("refuses a file whose schema is newer than this code, and leaves it untouched", async () => {
+    const path = tempFile();
+    await (await openSqliteJournal(path, { auditKey: KEY })).close();
+    const raw = new Database(path);
+    raw.pragma(`user_version = ${SQLITE_SCHEMA_VERSION + 1}`);
+    raw.close();
+    const opening = openSqliteJournal(path, { auditKey: KEY });
+    await expect(opening).rejects.toThrow(/schema version 2, newer than this @toolgate\/store-sqlite understands \(1\)/);
+    await expect(opening).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    const check = new Database(path);
+    expect(check.pragma("user_version", { simple: true })).toBe(SQLITE_SCHEMA_VERSION + 1);
+    check.close();
+  });
+
+  it("refuses a second opener with another audit key, before it can append", async () => {
+    const path = tempFile();
+    const first = await openSqliteJournal(path, { auditKey: KEY });
+    await first.append({ type: "test.event", at: at(), data: {} });
+    await expect(openSqliteJournal(path, { auditKey: "another key" })).rejects.toThrow(/another audit key/);
+    await expect(openSqliteJournal(path, { auditKey: new TextEncoder().encode(KEY + "x") })).rejects.toThrow(/another audit key/);
+    await first.append({ type: "test.event", at: at(), data: {} });
+    expect(verifyAuditChain(await first.readAudit(), { key: KEY })).toMatchObject({ ok: true, count: 2 });
+    await first.close();
+  });
+
+  it("refuses a missing key and an unknown synchronous level", async () => {
+    await expect(openSqliteJournal(tempFile(), { auditKey: "" })).rejects.toThrow(/audit key/);
+    await expect(openSqliteJournal(tempFile(), { auditKey: KEY, synchronous: "off" as never })).rejects.toThrow(/synchronous/);
+  });
+
+  it("refuses a file that is not a journal", async () => {
+    const path = tempFile();
+    const raw = new Database(path);
+    raw.exec("CREATE TABLE audit (x)");
+    raw.close();
+    await expect(openSqliteJournal(path, { auditKey: KEY })).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+  });
+
+  it("rejects calls after close with journal_failed", async () => {
+    const journal = await openSqliteJournal(tempFile(), { auditKey: KEY });
+    await journal.close();
+    await expect(journal.append({ type: "t", at: at(), data: {} })).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    await expect(journal.getIntent("k")).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    await journal.close();
+  });
+});
+
+describe("sqlite journal on disk", () => {
+  it("applies the synchronous level, FULL by default, and WAL", async () => {
+    const path = tempFile();
+    const full = await openSqliteJournal(path, { auditKey: KEY });
+    const normal = await openSqliteJournal(path, { auditKey: KEY, synchronous: "normal" });
+    expect([full.synchronous, normal.synchronous]).toEqual(["full", "normal"]);
+    await full.close();
+    await normal.close();
+    const raw = new Database(path);
+    expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
+    raw.close();
+  });
+
+  it("creates a new file readable by its owner only", async () => {
+    const path = tempFile();
+    await (await openSqliteJournal(path, { auditKey: KEY })).close();
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  it("keeps the chain, outbox and approvals across close and reopen", async () => {
+    const path = tempFile();
+    const first = await openSqliteJournal(path, { auditKey: KEY });
+    await first.beginIntent(sampleIntent("k1"));
+    await first.append({ type: "test.event", at: at(), data: { x: 1 } });
+    const head = await first.head();
+    await first.close();
+    const second = await openSqliteJournal(path, { auditKey: KEY });
+    expect(await second.head()).toEqual(head);
+    expect((await second.getIntent("k1"))?.state).toBe("pending");
+    await second.append({ type: "test.event", at: at(), data: { x: 2 } });
+    expect(verifyAuditChain(await second.readAudit(), { key: KEY, expectedHead: await second.head() })).toMatchObject({ ok: true, count: 3 });
+    await second.close();
+  });
+
+  it("finds an event edited in the file behind the journal's back", async () => {
+    const path = tempFile();
+    const journal = await openSqliteJournal(path, { auditKey: KEY });
+    for (let i = 0; i < 4; i++) await journal.append({ type: "test.event", at: at(i), data: { amount: i } });
+    const raw = new Database(path);
+    raw.prepare("UPDATE audit SET payload = replace(payload, '\"amount\":2', '\"amount\":200') WHERE seq = 3").run();
+    raw.close();
+    expect(verifyAuditChain(await journal.readAudit(), { key: KEY })).toMatchObject({ ok: false, seq: 3 });
+    await journal.close();
+  });
+
+  it("resolves a write only once it is committed: another handle sees it at that moment", async () => {
+    const path = tempFile();
+    const writer = await openSqliteJournal(path, { auditKey: KEY });
+    const observer = new Database(path, { readonly: true });
+    const count = () => (observer.prepare("SELECT count(*) AS n FROM audit").get() as { n: number }).n;
+    const seen: number[] = [];
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        writer.append({ type: "test.event", at: at(i), data: { i } }).then((receipt) => {
+          seen.push(count() >= receipt.seq ? 1 : 0);
+        }),
+      ),
+    );
+    expect(seen).toEqual(Array(20).fill(1));
+    observer.close();
+    await writer.close();
+  });
+
+  it("fails one call in a batch without failing or undoing the others", async () => {
+    const journal = await openSqliteJournal(tempFile(), { auditKey: KEY });
+    const intent = sampleIntent("k1");
+    const outcomes = await Promise.allSettled([
+      journal.append({ type: "test.a", at: at(), data: {} }),
+      journal.beginIntent(intent),
+      journal.settleIntent("missing", { state: "failed", boundary: "effect_failed", intentHash: intent.intentHash, invocationId: "x", at: at() }),
+      journal.decideApproval("missing", { kind: "deny", approver: "h", reason: "r", at: at() }),
+      journal.append({ type: "test.b", at: at(), data: {} }),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "rejected", "fulfilled"]);
+    expect(outcomes[2]).toMatchObject({ reason: { code: "journal_failed" } });
+    expect(outcomes[3]).toMatchObject({ reason: { code: "approval_unknown" } });
+    const records = await journal.readAudit();
+    expect(records.map((r) => r.type)).toEqual(["test.a", "intent.recorded", "test.b"]);
+    expect(verifyAuditChain(records, { key: KEY }).ok).toBe(true);
+    await journal.close();
+  });
+
+  it("fails only the call the database refuses, not the others in its transaction", async () => {
+    const path = tempFile();
+    const journal = await openSqliteJournal(path, { auditKey: KEY });
+    const raw = new Database(path);
+    raw.exec("CREATE TRIGGER poison BEFORE INSERT ON audit WHEN NEW.payload LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'poisoned event'); END");
+    raw.close();
+    const intent = sampleIntent("k1");
+    const outcomes = await Promise.allSettled([
+      journal.append({ type: "test.a", at: at(), data: {} }),
+      journal.beginIntent(intent),
+      journal.append({ type: "test.poison", at: at(), data: {} }),
+      journal.settleIntent("missing", { state: "failed", boundary: "effect_failed", intentHash: intent.intentHash, invocationId: "x", at: at() }),
+      journal.append({ type: "test.b", at: at(), data: {} }),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "rejected", "fulfilled"]);
+    expect(outcomes[2]).toMatchObject({ reason: { code: "journal_failed", message: expect.stringMatching(/poisoned event/) } });
+    const records = await journal.readAudit();
+    expect(records.map((r) => r.type)).toEqual(["test.a", "intent.recorded", "test.b"]);
+    expect(verifyAuditChain(records, { key: KEY }).ok).toBe(true);
+    await journal.close();
+  });
+
+  it("refuses a second approval request with an id already used", async () => {
+    const journal = await openSqliteJournal(tempFile(), { auditKey: KEY });
+    await journal.requestApproval(sampleRequest("dup"));
+    await expect(journal.requestApproval(sampleRequest("dup", { inputHash: "other" }))).rejects.toThrow(/already exists/);
+    expect((await journal.readAudit()).map((r) => r.type)).toEqual(["approval.requested"]);
+    await journal.close();
+  });
+
+  it("commits the expiry of a request it refuses to decide", async () => {
+    const journal = await openSqliteJournal(tempFile(), { auditKey: KEY });
+    await journal.requestApproval({
+      id: "r1", kind: "call", toolId: "notes.add_note", inputHash: "a", principal: "p", tenant: "t", previewHash: "b",
+      preview: { summary: "s" }, target: undefined, invocationId: "inv", idempotencyKey: "k", createdAt: at(), expiresAt: at(10),
+    });
+    await expect(journal.decideApproval("r1", { kind: "deny", approver: "h", reason: "r", at: at(10) })).rejects.toSatisfy((e) => ToolError.is(e, "approval_expired"));
+    expect((await journal.getApproval("r1"))?.status).toBe("expired");
+    await journal.close();
+  });
+
+  it("reads see writes issued before them, even before those resolve", async () => {
+    const journal: SqliteJournal = await openSqliteJournal(tempFile(), { auditKey: KEY });
+    const writing = journal.beginIntent(sampleIntent("k9"));
+    const read = journal.getIntent("k9");
+    expect((await read)?.key).toBe("k9");
+    await writing;
+    await journal.close();
+  });
+});

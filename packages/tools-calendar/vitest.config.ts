@@ -1,0 +1,10 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["src/**/*.test.ts"],
+    typecheck: { include: ["src/**/*.test-d.ts"], tsconfig: "./tsconfig.json" },
+    testTimeout: 20_000,
+    maxWorkers: 1,
+  },
+});

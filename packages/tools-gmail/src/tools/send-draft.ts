@@ -1,0 +1,106 @@
+import type { gmail_v1 } from "@googleapis/gmail";
+import { ToolError, defineTool } from "@toolgate/core";
+import { z } from "zod";
+import { idSchema, sha256 } from "../compose.js";
+import { callGoogle } from "../google-call.js";
+import { GMAIL_SCOPES, SEND_CONSENT, gmailClient, recipientAllowed, type GmailConfig } from "../options.js";
+import { addressesIn, headerOf, toMessageOutput } from "../read.js";
+
+/** Drafts as approved, per invocation: the send must carry exactly the bytes the human saw. */
+const MAX_APPROVED = 256;
+
+export function sendDraftTool(config: GmailConfig) {
+  const approved = new Map<string, string>();
+  const remember = (invocationId: string, digest: string): void => {
+    approved.delete(invocationId);
+    approved.set(invocationId, digest);
+    while (approved.size > MAX_APPROVED) approved.delete(approved.keys().next().value!);
+  };
+
+  const fetchDraft = async (mail: gmail_v1.Gmail, draftId: string, signal: AbortSignal) => {
+    const policy = { repeatable: true, write: false, signal, retry: config.retry };
+    const raw = await callGoogle({ ...policy, method: "gmail.users.drafts.get" }, () => mail.users.drafts.get({ userId: "me", id: draftId, format: "raw" }, { signal }));
+    const full = await callGoogle({ ...policy, method: "gmail.users.drafts.get" }, () => mail.users.drafts.get({ userId: "me", id: draftId, format: "full" }, { signal }));
+    const bytes = Buffer.from(raw.message?.raw ?? "", "base64url");
+    const payload = full.message?.payload;
+    const to = addressesIn(headerOf(payload, "To"));
+    const cc = addressesIn(headerOf(payload, "Cc"));
+    const bcc = addressesIn(headerOf(payload, "Bcc"));
+    const text = toMessageOutput(full.message ?? {}, Number.MAX_SAFE_INTEGER).body;
+    return { raw: raw.message?.raw ?? "", digest: sha256(bytes), to, cc, bcc, subject: headerOf(payload, "Subject"), from: headerOf(payload, "From"), text };
+  };
+
+  const checkRecipients = (recipients: readonly string[]): void => {
+    if (recipients.length === 0) throw new ToolError("provider_rejected", "the draft has no recipients", { boundary: "pre_effect_refusal" });
+    if (recipients.length > config.maxRecipients) throw new ToolError("limit_exceeded", `the draft has ${recipients.length} recipients; at most ${config.maxRecipients}`, { boundary: "pre_effect_refusal" });
+    const refused = recipients.filter((r) => !recipientAllowed(config, r));
+    if (refused.length > 0) {
+      throw new ToolError("permission_denied", `the draft is addressed to recipients not on the operator's allowlist: ${refused.join(", ")}`, {
+        boundary: "pre_effect_refusal",
+        details: { notAllowed: refused },
+      });
+    }
+  };
+
+  return defineTool({
+    id: "gmail.send_draft",
+    title: "Send a draft",
+    description:
+      "Send an existing draft. A human approves it after seeing the sender, every recipient, the subject and the exact body; if the draft changes after approval it is not sent. " +
+      "Sending cannot be undone.",
+    input: z.object({ draftId: idSchema }).strict(),
+    output: z.object({ messageId: z.string(), threadId: z.string(), labelIds: z.array(z.string()) }),
+    actionType: "email-send",
+    effect: "write",
+    requiredAllowlist: ["gmail:send"],
+    risk: "high",
+    approval: "always",
+    preview: async (input, ctx) => {
+      const mail = await gmailClient(config, ctx.connector);
+      const draft = await fetchDraft(mail, input.draftId, ctx.signal);
+      checkRecipients([...draft.to, ...draft.cc, ...draft.bcc]);
+      remember(ctx.effect.invocationId, draft.digest);
+      return {
+        summary: `Send draft ${input.draftId} to ${draft.to.length + draft.cc.length + draft.bcc.length} recipient(s): ${JSON.stringify(draft.subject)} (cannot be undone)`,
+        details: {
+          from: draft.from || config.from || "the connected Google account",
+          to: draft.to,
+          cc: draft.cc,
+          bcc: draft.bcc,
+          subject: draft.subject,
+          bodySha256: sha256(Buffer.from(draft.text, "utf8")),
+          messageSha256: draft.digest,
+        },
+        body: draft.text,
+      };
+    },
+    idempotent: false,
+    retryable: false,
+    reversible: false,
+    provider: config.provider,
+    dataEgress: true,
+    dataClass: "personal",
+    requiredConsent: [SEND_CONSENT],
+    // drafts.send accepts gmail.compose (not gmail.send), and reading the draft for the preview needs it too.
+    connector: { provider: config.provider, scopes: [GMAIL_SCOPES.compose] },
+    runtimeIsolation: config.isolation,
+    untrustedOutput: false,
+    target: (input) => `draft ${input.draftId}`,
+    describeResult: (output) => `sent message ${output.messageId}`,
+    handler: async (input, ctx) => {
+      const mail = await gmailClient(config, ctx.connector);
+      const expected = approved.get(ctx.effect.invocationId);
+      approved.delete(ctx.effect.invocationId);
+      const draft = await fetchDraft(mail, input.draftId, ctx.signal);
+      if (expected === undefined || expected !== draft.digest) {
+        throw new ToolError("conflict", `draft ${input.draftId} changed after it was approved; ask for approval again`, { boundary: "pre_effect_refusal" });
+      }
+      checkRecipients([...draft.to, ...draft.cc, ...draft.bcc]);
+      // Send the exact bytes that were approved, not whatever the draft holds a moment later.
+      const sent = await callGoogle({ method: "gmail.users.drafts.send", repeatable: false, write: true, signal: ctx.signal, retry: config.retry }, () =>
+        mail.users.drafts.send({ userId: "me", requestBody: { id: input.draftId, message: { raw: draft.raw } } }, { signal: ctx.signal }),
+      );
+      return { messageId: sent.id ?? "", threadId: sent.threadId ?? "", labelIds: sent.labelIds ?? [] };
+    },
+  });
+}

@@ -1,0 +1,47 @@
+import { defineTool } from "@toolgate/core";
+import { z } from "zod";
+import { buildRaw, composePreviewDetails, composeSchema, recipientsOf } from "../compose.js";
+import { callGoogle } from "../google-call.js";
+import { GMAIL_SCOPES, SEND_CONSENT, gmailClient, type GmailConfig } from "../options.js";
+
+export function sendMessageTool(config: GmailConfig) {
+  return defineTool({
+    id: "gmail.send_message",
+    title: "Send an email",
+    description:
+      "Send a plain-text email from the owner's mailbox. A human approves every send after seeing the sender, every recipient, the subject and the exact body. " +
+      "Sending cannot be undone. Recipients outside the operator's allowlist are refused.",
+    input: composeSchema(config, true),
+    output: z.object({ messageId: z.string(), threadId: z.string(), labelIds: z.array(z.string()) }),
+    actionType: "email-send",
+    effect: "write",
+    requiredAllowlist: ["gmail:send"],
+    risk: "high",
+    approval: "always",
+    preview: (input) => ({
+      summary: `Send an email to ${recipientsOf(input).length} recipient(s): ${JSON.stringify(input.subject)} (cannot be undone)`,
+      details: composePreviewDetails(config, input),
+      body: input.body,
+    }),
+    // Gmail's send has no idempotency key: a repeat would send a second copy.
+    idempotent: false,
+    retryable: false,
+    reversible: false,
+    provider: config.provider,
+    dataEgress: true,
+    dataClass: "personal",
+    requiredConsent: [SEND_CONSENT],
+    connector: { provider: config.provider, scopes: [GMAIL_SCOPES.send] },
+    runtimeIsolation: config.isolation,
+    untrustedOutput: false,
+    target: (input) => `email to ${recipientsOf(input).join(", ")}`.slice(0, 256),
+    describeResult: (output) => `sent message ${output.messageId}`,
+    handler: async (input, ctx) => {
+      const mail = await gmailClient(config, ctx.connector);
+      const sent = await callGoogle({ method: "gmail.users.messages.send", repeatable: false, write: true, signal: ctx.signal, retry: config.retry }, () =>
+        mail.users.messages.send({ userId: "me", requestBody: { raw: buildRaw(config, input), ...(input.threadId ? { threadId: input.threadId } : {}) } }, { signal: ctx.signal }),
+      );
+      return { messageId: sent.id ?? "", threadId: sent.threadId ?? "", labelIds: sent.labelIds ?? [] };
+    },
+  });
+}

@@ -1,0 +1,57 @@
+import path from "node:path";
+import { z } from "zod";
+import { ToolError, type RootGuard } from "@toolgate/core";
+
+/** Longest path a tool accepts, in characters. */
+export const MAX_PATH_LENGTH = 4096;
+
+/**
+ * A path inside the repository as a model may give it. Refused by the schema, before anything is
+ * touched: empty, too long, NUL bytes, and anything starting with `-` (it could be read as an option).
+ */
+export const repoPathSchema = z
+  .string()
+  .min(1)
+  .max(MAX_PATH_LENGTH)
+  .refine((p) => !p.includes("\0"), { message: "a path must not contain NUL bytes" })
+  .refine((p) => !p.startsWith("-"), { message: "a path must not start with '-'" })
+  .meta({ description: "A path relative to the repository root, `/`-separated." });
+
+/** A file or directory inside the root, as the tools use it. */
+export interface RepoPath {
+  /** The real absolute path (every link resolved), inside the root. */
+  readonly absolute: string;
+  /** Relative to the real root, `/`-separated; `.` for the root itself. */
+  readonly relative: string;
+}
+
+const isGitSegment = (segment: string): boolean => segment.toLowerCase() === ".git";
+
+function refuseGitDir(candidate: string): ToolError {
+  const shown = candidate.length > 120 ? `${candidate.slice(0, 120)}…` : candidate;
+  return new ToolError("path_escape", `path ${JSON.stringify(shown)} is inside the repository's .git directory, which no tool may touch`, {
+    details: { reason: "git_dir" },
+  });
+}
+
+/**
+ * Resolve `candidate` inside the root through the guard, refusing anything in a `.git` directory
+ * by its spelling or by where it resolves (a link planted in the tree that points into `.git`).
+ */
+export async function resolveRepoPath(guard: RootGuard, gitDir: string, candidate: string, options: { allowMissing?: boolean } = {}): Promise<RepoPath> {
+  if (candidate.startsWith("-")) throw new ToolError("command_denied", "a path must not start with '-'", { details: { reason: "option_like_path" } });
+  if (candidate.split(/[\\/]+/).some(isGitSegment)) throw refuseGitDir(candidate);
+  // Resolved as if missing first, so a name under .git is refused as such whether or not it exists.
+  const absolute = await guard.resolve(candidate, { allowMissing: true });
+  const relative = path.relative(guard.root, absolute).split(path.sep).join("/") || ".";
+  if (relative.split("/").some(isGitSegment)) throw refuseGitDir(candidate);
+  if (absolute === gitDir || absolute.startsWith(gitDir + path.sep)) throw refuseGitDir(candidate);
+  if (options.allowMissing !== true && (await guard.resolve(candidate)) !== absolute) throw new ToolError("path_escape", "the path changed while it was being resolved");
+  return { absolute, relative };
+}
+
+/** A relative path as git receives it after `--`: never empty, never option-like. */
+export function gitPathArg(relative: string): string {
+  if (relative === ".") return ".";
+  return relative.startsWith("-") ? `./${relative}` : relative;
+}

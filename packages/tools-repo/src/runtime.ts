@@ -1,0 +1,246 @@
+import { lstatSync, realpathSync } from "node:fs";
+import { lstat, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { createRootGuard, createVerifier, ToolError, type RootGuard, type Verifier, type VerifierCommand, type VerifierEnv, type VerifierSandbox } from "@toolgate/core";
+import { createGitRunner, type GitIdentity, type GitRunner } from "./git.js";
+import { resolveRepoPath, type RepoPath } from "./paths.js";
+import { isBinary } from "./text.js";
+
+/** One check an operator declares: a fixed argv the model can only name, never change. */
+export interface RepoCheck {
+  /** The program and all its arguments, e.g. `["npm", "test"]`. No shell reads it. */
+  readonly argv: readonly [string, ...string[]];
+  /** Shown to the model in the tool's description. */
+  readonly description?: string;
+  /** This check's deadline; default `limits.checkTimeoutMs`. */
+  readonly timeoutMs?: number;
+  /** Under a sandbox: whether the check may write to the working tree (default read-only). */
+  readonly sandbox?: { readonly write?: boolean };
+}
+
+/** Limits every tool of the family keeps. Each has a default. */
+export interface RepoLimits {
+  /** Most paths `repo.list_files` returns; default 2,000. */
+  readonly maxListedFiles: number;
+  /** Largest file `repo.read_file` reads, in bytes; default 4 MiB. Larger files are refused. */
+  readonly maxFileBytes: number;
+  /** Most bytes of text `repo.read_file` returns per call; default 256 KiB. */
+  readonly maxReadBytes: number;
+  /** Most matches `repo.search` returns; default 500. */
+  readonly maxSearchMatches: number;
+  /** Most bytes of a diff returned; default 512 KiB. */
+  readonly maxDiffBytes: number;
+  /** Most commits `repo.log` returns; default 200. */
+  readonly maxLogEntries: number;
+  /** Largest content `repo.write_file` writes, and largest patch, in bytes; default 1 MiB. */
+  readonly maxWriteBytes: number;
+  /** Most files one patch, or one commit, touches; default 100. */
+  readonly maxPaths: number;
+  /** Deadline of one check; default 120 s. */
+  readonly checkTimeoutMs: number;
+  /** Most bytes of a check's stdout and of its stderr; default 64 KiB each. */
+  readonly maxCheckOutputBytes: number;
+  /** Deadline of one git run; default 20 s. */
+  readonly gitTimeoutMs: number;
+}
+
+/** The limits used where `createRepoTools({ limits })` leaves one out. */
+export const DEFAULT_LIMITS: RepoLimits = Object.freeze({
+  maxListedFiles: 2000,
+  maxFileBytes: 4 * 1024 * 1024,
+  maxReadBytes: 256 * 1024,
+  maxSearchMatches: 500,
+  maxDiffBytes: 512 * 1024,
+  maxLogEntries: 200,
+  maxWriteBytes: 1024 * 1024,
+  maxPaths: 100,
+  checkTimeoutMs: 120_000,
+  maxCheckOutputBytes: 64 * 1024,
+  gitTimeoutMs: 20_000,
+});
+
+/** Options for `createRepoTools`. */
+export interface RepoToolsOptions {
+  /** Absolute path of the working tree (a symbolic link is resolved once). Must hold a `.git` directory unless `gitDir` is given. */
+  readonly root: string;
+  /**
+   * The checks `repo.check` may run, by name: either declarations (the family builds a verifier
+   * for them) or the names of commands declared on the gate's own verifier (`createGate({ verifier })`).
+   * Without checks, `repo.check` is not part of the family.
+   */
+  readonly checks?: Readonly<Record<string, RepoCheck>> | readonly string[];
+  /** The git directory, for linked worktrees; default `<root>/.git`. */
+  readonly gitDir?: string;
+  /** Author and committer of commits made through `repo.commit`; default the repository's own configuration. */
+  readonly identity?: GitIdentity;
+  /** Sandbox for git and declared checks (see `createVerifier`); default none. */
+  readonly sandbox?: VerifierSandbox;
+  /** Environment for declared checks (see `createVerifier`); default only `PATH`. */
+  readonly checkEnv?: VerifierEnv;
+  /**
+   * A verifier declaring every command of `repoGitCommands()`; default one the family builds with
+   * `createVerifier`. Only for operators who need their own process settings.
+   */
+  readonly gitVerifier?: Verifier;
+  readonly limits?: Partial<RepoLimits>;
+}
+
+/** How `repo.check` reaches its commands. */
+export type CheckRunner =
+  | { readonly kind: "family"; readonly names: readonly string[]; readonly descriptions: Readonly<Record<string, string>>; readonly verifier: Verifier; readonly timeoutMs: number }
+  | { readonly kind: "gate"; readonly names: readonly string[]; readonly descriptions: Readonly<Record<string, string>>; readonly timeoutMs: number };
+
+/** What every tool of the family shares. Built once by `createRepoTools`. */
+export interface RepoRuntime {
+  readonly guard: RootGuard;
+  readonly gitDir: string;
+  readonly git: GitRunner;
+  readonly limits: RepoLimits;
+  readonly checks: CheckRunner | undefined;
+  resolve(candidate: string, options?: { allowMissing?: boolean }): Promise<RepoPath>;
+  /** The current text of a file, or null when it does not exist. Refuses directories, binary and over-large files. */
+  readText(file: RepoPath, signal: AbortSignal): Promise<string | null>;
+  /** Write atomically (temporary file and rename in the same directory); parents created inside the root. */
+  writeText(file: RepoPath, text: string): Promise<void>;
+  remove(file: RepoPath): Promise<void>;
+}
+
+export function createRepoRuntime(options: RepoToolsOptions): RepoRuntime {
+  if (!options || typeof options.root !== "string") throw new ToolError("config_invalid", "createRepoTools needs { root }");
+  const limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value <= 0) throw new ToolError("config_invalid", `repo limit ${name} must be a positive integer`);
+  }
+  const guard = createRootGuard(options.root);
+  const gitDir = findGitDir(guard.root, options.gitDir);
+  const git = createGitRunner({
+    root: guard.root,
+    gitDir,
+    maxLogEntries: limits.maxLogEntries,
+    maxPaths: limits.maxPaths,
+    timeoutMs: limits.gitTimeoutMs,
+    maxOutputBytes: Math.max(limits.maxDiffBytes, limits.maxListedFiles * 512, limits.maxSearchMatches * 1024) + 1024,
+    ...(options.gitVerifier ? { verifier: options.gitVerifier } : {}),
+    ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
+    ...(options.identity ? { identity: checkIdentity(options.identity) } : {}),
+  });
+
+  const resolve = (candidate: string, resolveOptions: { allowMissing?: boolean } = {}) => resolveRepoPath(guard, gitDir, candidate, resolveOptions);
+
+  const readText = async (file: RepoPath, signal: AbortSignal): Promise<string | null> => {
+    let info;
+    try {
+      info = await stat(file.absolute);
+    } catch (cause) {
+      if ((cause as { code?: string }).code === "ENOENT") return null;
+      throw cause;
+    }
+    if (!info.isFile()) throw new ToolError("invalid_input", `${JSON.stringify(file.relative)} is not a regular file`);
+    if (info.size > limits.maxFileBytes) {
+      throw new ToolError("limit_exceeded", `${JSON.stringify(file.relative)} is ${info.size} bytes; the limit is ${limits.maxFileBytes}`, { details: { bytes: info.size, limit: limits.maxFileBytes } });
+    }
+    const bytes = await readFile(file.absolute, { signal });
+    if (bytes.length > limits.maxFileBytes) throw new ToolError("limit_exceeded", `${JSON.stringify(file.relative)} grew past ${limits.maxFileBytes} bytes`);
+    if (isBinary(bytes)) throw new ToolError("invalid_input", `${JSON.stringify(file.relative)} is a binary file`, { details: { reason: "binary" } });
+    return bytes.toString("utf8");
+  };
+
+  const writeText = async (file: RepoPath, text: string): Promise<void> => {
+    const dir = path.dirname(file.absolute);
+    await mkdir(dir, { recursive: true });
+    // The directory was resolved inside the root, and only missing names were created under it.
+    const again = await resolve(path.relative(guard.root, file.absolute) || ".", { allowMissing: true });
+    if (again.absolute !== file.absolute) throw new ToolError("path_escape", `${JSON.stringify(file.relative)} changed while it was being written`);
+    let mode = 0o644;
+    try {
+      const existing = await lstat(file.absolute);
+      if (!existing.isFile()) throw new ToolError("invalid_input", `${JSON.stringify(file.relative)} is not a regular file`);
+      mode = existing.mode & 0o777;
+    } catch (cause) {
+      if (ToolError.is(cause)) throw cause;
+    }
+    const temporary = path.join(dir, `.toolgate-${randomBytes(8).toString("hex")}.tmp`);
+    const handle = await open(temporary, "wx", mode);
+    try {
+      try {
+        await handle.writeFile(text, "utf8");
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temporary, file.absolute);
+    } catch (cause) {
+      await unlink(temporary).catch(() => undefined);
+      throw cause;
+    }
+  };
+
+  const remove = async (file: RepoPath): Promise<void> => {
+    const info = await lstat(file.absolute);
+    if (!info.isFile()) throw new ToolError("invalid_input", `${JSON.stringify(file.relative)} is not a regular file`);
+    await unlink(file.absolute);
+  };
+
+  return { guard, gitDir, git, limits, checks: checkRunner(options, guard.root, limits), resolve, readText, writeText, remove };
+}
+
+function findGitDir(root: string, given: string | undefined): string {
+  const candidate = given ?? path.join(root, ".git");
+  try {
+    const info = lstatSync(candidate);
+    if (!info.isDirectory()) throw new Error("not a directory");
+    return realpathSync.native(candidate);
+  } catch (cause) {
+    throw new ToolError(
+      "config_invalid",
+      given === undefined
+        ? "the repository root has no .git directory (for a linked worktree, pass gitDir)"
+        : "gitDir is not a directory",
+      { cause },
+    );
+  }
+}
+
+function checkIdentity(identity: GitIdentity): GitIdentity {
+  const ok = (v: unknown) => typeof v === "string" && v.length > 0 && v.length <= 256 && !/[\0\n<>]/.test(v);
+  if (!ok(identity.name) || !ok(identity.email)) throw new ToolError("config_invalid", "identity needs a name and an email without NUL, newline or angle brackets");
+  return identity;
+}
+
+const CHECK_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
+
+function checkRunner(options: RepoToolsOptions, root: string, limits: RepoLimits): CheckRunner | undefined {
+  const declared = options.checks;
+  if (declared === undefined) return undefined;
+  if (Array.isArray(declared)) {
+    const names = declared as readonly string[];
+    if (names.length === 0) return undefined;
+    for (const name of names) if (typeof name !== "string" || !CHECK_NAME.test(name)) throw new ToolError("config_invalid", `check name ${JSON.stringify(name)} must be a short lower-case word`);
+    return { kind: "gate", names: [...new Set(names)], descriptions: {}, timeoutMs: limits.checkTimeoutMs };
+  }
+  const entries = Object.entries(declared as Readonly<Record<string, RepoCheck>>);
+  if (entries.length === 0) return undefined;
+  const commands: Record<string, VerifierCommand> = {};
+  const descriptions: Record<string, string> = {};
+  let longest = limits.checkTimeoutMs;
+  for (const [name, check] of entries) {
+    if (!CHECK_NAME.test(name)) throw new ToolError("config_invalid", `check name ${JSON.stringify(name)} must be a short lower-case word`);
+    commands[name] = {
+      argv: check.argv,
+      timeoutMs: check.timeoutMs ?? limits.checkTimeoutMs,
+      ...(check.sandbox ? { sandbox: check.sandbox } : {}),
+    };
+    if (check.description) descriptions[name] = check.description;
+    longest = Math.max(longest, check.timeoutMs ?? 0);
+  }
+  const verifier = createVerifier({
+    root,
+    commands,
+    timeoutMs: limits.checkTimeoutMs,
+    maxOutputBytes: limits.maxCheckOutputBytes,
+    ...(options.checkEnv ? { env: options.checkEnv } : {}),
+    ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
+  });
+  return { kind: "family", names: entries.map(([n]) => n), descriptions, verifier, timeoutMs: longest };
+}

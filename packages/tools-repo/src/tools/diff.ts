@@ -1,0 +1,43 @@
+import { z } from "zod";
+import { defineTool } from "@toolgate/core";
+import { cappedText, type GitCommandName } from "../git.js";
+import { gitPathArg, repoPathSchema } from "../paths.js";
+import type { RepoRuntime } from "../runtime.js";
+import { pathList, readIsolation } from "../shared.js";
+
+const SCOPES = { unstaged: "diff_unstaged", staged: "diff_staged", head: "diff_head" } as const satisfies Record<string, GitCommandName>;
+
+export function diffTool(rt: RepoRuntime) {
+  const maxBytes = rt.limits.maxDiffBytes;
+  return defineTool({
+    id: "repo.diff",
+    title: "Show changes",
+    description: `Show a unified diff of the working tree: \`unstaged\` (working tree against the index, the default), \`staged\` (index against the last commit) or \`head\` (working tree against the last commit), optionally for some paths only. At most ${maxBytes} bytes (\`truncated\` says so). External diff and textconv drivers never run.`,
+    input: z
+      .object({
+        scope: z.enum(["unstaged", "staged", "head"]).default("unstaged"),
+        paths: pathList(repoPathSchema, rt.limits.maxPaths).optional(),
+      })
+      .strict(),
+    output: z.object({ diff: z.string(), truncated: z.boolean() }),
+    actionType: "repo-read",
+    effect: "read",
+    requiredAllowlist: ["repo:read"],
+    risk: "low",
+    approval: "never",
+    idempotent: true,
+    retryable: true,
+    reversible: true,
+    runtimeIsolation: readIsolation,
+    untrustedOutput: true,
+    target: (input) => `${input.scope}${input.paths ? ` ${input.paths.join(", ").slice(0, 200)}` : ""}`,
+    describeResult: (output) => `${Buffer.byteLength(output.diff)} bytes${output.truncated ? " (truncated)" : ""}`,
+    handler: async (input, ctx) => {
+      const paths = await Promise.all((input.paths ?? []).map((p) => rt.resolve(p, { allowMissing: true })));
+      await rt.git.refuseProgramDrivers(ctx.signal);
+      const result = await rt.git.run(SCOPES[input.scope], paths.map((p) => gitPathArg(p.relative)), { signal: ctx.signal });
+      const { text, truncated } = cappedText(result, maxBytes);
+      return { diff: text, truncated };
+    },
+  });
+}

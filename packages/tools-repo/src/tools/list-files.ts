@@ -1,0 +1,49 @@
+import { z } from "zod";
+import { defineTool } from "@toolgate/core";
+import { completeRecords } from "../git.js";
+import { repoPathSchema } from "../paths.js";
+import type { RepoRuntime } from "../runtime.js";
+import { readIsolation } from "../shared.js";
+import { globToRegExp } from "../text.js";
+
+export function listFilesTool(rt: RepoRuntime) {
+  const max = rt.limits.maxListedFiles;
+  return defineTool({
+    id: "repo.list_files",
+    title: "List repository files",
+    description: `List files in the repository (tracked, plus untracked ones that are not ignored), optionally under a directory and matching a glob (\`**\`, \`*\`, \`?\`, \`{a,b}\`; a glob without \`/\` matches file names anywhere). Never lists .git. At most ${max} paths.`,
+    input: z
+      .object({
+        glob: z.string().min(1).max(500).optional().meta({ description: "e.g. `src/**/*.ts` or `*.md`" }),
+        directory: repoPathSchema.optional(),
+        limit: z.number().int().min(1).max(max).optional(),
+      })
+      .strict(),
+    output: z.object({ files: z.array(z.string()), total: z.number().int(), truncated: z.boolean() }),
+    actionType: "repo-read",
+    effect: "read",
+    requiredAllowlist: ["repo:read"],
+    risk: "low",
+    approval: "never",
+    idempotent: true,
+    retryable: true,
+    reversible: true,
+    runtimeIsolation: readIsolation,
+    untrustedOutput: true,
+    target: (input) => `${input.directory ?? "."}${input.glob ? ` ${input.glob}` : ""}`,
+    describeResult: (output) => `${output.files.length} of ${output.total} files`,
+    handler: async (input, ctx) => {
+      const limit = input.limit ?? max;
+      const directory = input.directory === undefined ? undefined : await rt.resolve(input.directory);
+      const result = await rt.git.run("ls_files", [], { signal: ctx.signal, ...(directory ? { cwd: directory.relative } : {}) });
+      const { records, truncated: cut } = completeRecords(result);
+      const glob = input.glob === undefined ? undefined : globToRegExp(input.glob);
+      const matching = records.filter((file) => {
+        if (file.split("/").some((segment) => segment.toLowerCase() === ".git")) return false;
+        if (!glob) return true;
+        return glob.regex.test(glob.basename ? (file.split("/").at(-1) ?? file) : file);
+      });
+      return { files: matching.slice(0, limit), total: matching.length, truncated: cut || matching.length > limit };
+    },
+  });
+}

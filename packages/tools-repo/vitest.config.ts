@@ -1,0 +1,11 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["src/**/*.test.ts"],
+    typecheck: { include: ["src/**/*.test-d.ts"], tsconfig: "./tsconfig.json" },
+    testTimeout: 20_000,
+    // Every test spawns real git processes; the machines are small and shared.
+    maxWorkers: 2,
+  },
+});
