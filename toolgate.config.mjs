@@ -1,0 +1,47 @@
+// The composition this repository documents: every family with the options the demo uses.
+// `toolgate docs --out docs/tools` renders docs/tools/*.md from it; CI runs `toolgate docs --check`.
+import { createConnectorRuntime, createMemoryVault, defineProfile } from "@toolgate/core";
+import { createGoogleConnector } from "@toolgate/connector-google";
+import { startToolProcess } from "@toolgate/process";
+import { createCalendarTools } from "@toolgate/tools-calendar";
+import { createGmailTools, SEND_CONSENT } from "@toolgate/tools-gmail";
+import { createNotionConnector, createNotionTools, NOTION_WRITE_CONSENT } from "@toolgate/tools-notion";
+import { createRepoTools } from "@toolgate/tools-repo";
+
+export default {
+  journal: { sqlite: ".toolgate/journal.db" },
+  profiles: [
+    defineProfile({ name: "reader", allow: ["repo:read", "gmail:read", "calendar:read", "notion:read"], maxRisk: "low" }),
+    defineProfile({
+      name: "assistant",
+      allow: ["repo:read", "repo:check", "verifier:command", "gmail:read", "gmail:compose", "gmail:send", "calendar:read", "calendar:write", "notion:read", "notion:write", "notion:comment", "textstats:text-read", "textstats:units-convert"],
+      maxRisk: "high",
+      consents: [SEND_CONSENT, NOTION_WRITE_CONSENT],
+      egress: ["personal"],
+    }),
+  ],
+  async compose({ baseDir, vault }) {
+    const textstats = await startToolProcess({
+      name: "textstats",
+      command: "python3",
+      args: [`${baseDir}/examples/python-tool/textstats_tool.py`],
+      expectedScopes: { word_count: "text:read", convert_length: "units:convert", slow_count: "text:read" },
+      tools: { word_count: { effect: "read", risk: "low" }, convert_length: { effect: "none", risk: "low" }, slow_count: { effect: "read", risk: "low" } },
+    });
+    return {
+      families: [
+        createRepoTools({ root: baseDir, checks: { syntax: { argv: ["node", "--check", "scripts/demo.mjs"], description: "syntax check of the demo script" } } }),
+        createGmailTools({ recipientAllowlist: ["@example.test"] }),
+        createCalendarTools(),
+        createNotionTools(),
+        textstats.family,
+      ],
+      // Connections come from the vault named here (none by default): tools fail closed without one.
+      connectors: createConnectorRuntime({
+        vault: vault ?? createMemoryVault(),
+        providers: [createGoogleConnector({ clientId: process.env.GOOGLE_CLIENT_ID ?? "unset", clientSecret: process.env.GOOGLE_CLIENT_SECRET ?? "unset" }), createNotionConnector()],
+      }),
+      close: () => textstats.stop(),
+    };
+  },
+};
