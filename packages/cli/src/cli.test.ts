@@ -27,7 +27,7 @@ describe("toolgate (the real binary, in a temp project)", () => {
   it("--help lists every subcommand and the exit codes", () => {
     const r = toolgate("--help");
     expect(r.code).toBe(0);
-    for (const word of ["docs", "inventory", "call", "approvals", "audit", "outbox", "Exit codes"]) expect(r.stdout).toContain(word);
+    for (const word of ["docs", "inventory", "call", "approvals", "audit", "outbox", "connections", "tool", "serve-mcp", "Exit codes"]) expect(r.stdout).toContain(word);
   });
 
   it("an unknown flag is a usage error (2); a missing config is a configuration error (3) with a hint and no stack", () => {
@@ -133,5 +133,60 @@ describe("toolgate (the real binary, in a temp project)", () => {
     toolgate("inventory");
     expect(statSync(join(dir, ".toolgate", "audit.key")).mode & 0o777).toBe(0o600);
     expect(readdirSync(join(dir, ".toolgate"))).toContain("journal.db");
+  });
+});
+
+describe("toolgate tool init|test", () => {
+  const python = fileURLToPath(new URL("../../../examples/python-tool/textstats_tool.py", import.meta.url));
+
+  it("tool test drives a real tool process and prints a line per check", () => {
+    const r = toolgate("tool", "test", "--input", 'word_count={"text":"a b"}', "--", "python3", python);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/pass.*handshake/i);
+    expect(r.stdout).not.toMatch(/^fail/im);
+  });
+
+  it("tool test fails a program that does not speak the protocol", () => {
+    const r = toolgate("tool", "test", "--", process.execPath, "-e", "process.stdout.write('garbage')");
+    expect(r.code).not.toBe(0);
+  });
+
+  it("tool init scaffolds a python tool that passes its own conformance test", () => {
+    const r = toolgate("tool", "init", "echoer", "--lang", "python");
+    expect(r.code).toBe(0);
+    const test = toolgate("tool", "test", "--input", 'echo={"text":"hi"}', "--", "python3", join(dir, "echoer", "tool.py"));
+    expect(test.code, test.stdout + test.stderr).toBe(0);
+  });
+
+  it("tool init scaffolds a typescript tool", () => {
+    expect(toolgate("tool", "init", "ts-tool").code).toBe(0);
+    expect(readFileSync(join(dir, "ts-tool", "src", "tool.ts"), "utf8")).toContain("serveToolProcess");
+  });
+
+  it("tool init refuses a non-empty directory; --force writes beside what is there and deletes nothing", () => {
+    const target = join(dir, "busy");
+    toolgate("tool", "init", "busy", "--lang", "python");
+    writeFileSync(join(target, "mine.txt"), "keep me");
+    expect(toolgate("tool", "init", "busy", "--lang", "python").code).toBe(1);
+    expect(toolgate("tool", "init", "busy", "--lang", "python", "--force").code).toBe(0);
+    expect(readFileSync(join(target, "mine.txt"), "utf8")).toBe("keep me");
+    expect(toolgate("tool", "init", "other", "--lang", "cobol").code).toBe(2);
+  });
+});
+
+describe("toolgate serve-mcp", () => {
+  it("serves the profile's tools over stdio to the MCP SDK's own client", async () => {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+    const client = new Client({ name: "cli-test", version: "1.0.0" });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [bin, "serve-mcp", "--profile", "reader"], cwd: dir, env: { PATH: process.env["PATH"] ?? "" } }));
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toEqual(["notes.count_words"]);
+      const result = await client.callTool({ name: "notes.count_words", arguments: { text: "one two" } });
+      expect(JSON.stringify(result.content)).toContain("words");
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -6,6 +6,8 @@ import { connectionsAdd, connectionsRevoke, connectionsStatus } from "./commands
 import { docsCommand } from "./commands/docs.js";
 import { inventoryCommand } from "./commands/inventory.js";
 import { outboxList, outboxRecover, outboxResolve } from "./commands/outbox.js";
+import { serveMcp } from "./commands/serve-mcp.js";
+import { toolInit, toolTest } from "./commands/tool.js";
 import { CliFailure, EXIT, processIo, reportFailure, type Io } from "./output.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 
@@ -151,6 +153,37 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .command("revoke")
     .argument("<id>", "connection id")
     .action(withRuntime((rt, id: string) => connectionsRevoke(rt, id, io)));
+
+  const tool = program.command("tool").description("tool processes in any language");
+  tool
+    .command("init")
+    .description("scaffold a tool process with its conformance test")
+    .argument("<dir>", "where; must be empty unless --force")
+    .option("--lang <lang>", "ts or python", "ts")
+    .option("--name <name>", "the process name (default: the directory's name)")
+    .option("--force", "write into a non-empty directory (deletes nothing)")
+    .action(async (dir: string, opts: { lang: string; force?: boolean; name?: string }) => {
+      exitCode = await toolInit(dir, opts, io);
+    });
+  tool
+    .command("test")
+    .description("drive a tool process through the protocol checks; one pass/fail line per check")
+    .allowUnknownOption()
+    .argument("[args...]", "[--input tool=<json>] [--slow tool=<json>] -- <command> [args]")
+    .helpOption(false)
+    .action(async () => {
+      const at = argv.indexOf("test");
+      exitCode = await toolTest(argv.slice(at + 1), io);
+    });
+
+  program
+    .command("serve-mcp")
+    .description("serve the gate as an MCP server: stdio, or Streamable HTTP on 127.0.0.1 with --http")
+    .requiredOption("--profile <name>", "the profile the MCP client's calls run under")
+    .option("--principal <id>", "who the client is")
+    .option("--tenant <id>", "the tenant")
+    .option("--http <port>", "serve Streamable HTTP on 127.0.0.1 at this port (0: any)")
+    .action(withRuntime((rt, opts: { profile: string; principal?: string; tenant?: string; http?: string }) => serveMcp(rt, opts, io)));
 
   for (const plugin of options.plugins ?? []) plugin(program, { withRuntime, io });
 
