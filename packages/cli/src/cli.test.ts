@@ -190,3 +190,30 @@ describe("toolgate serve-mcp", () => {
     }
   });
 });
+
+describe("toolgate connections", () => {
+  it("add from a token file, status without secrets, revoke; a config without a vault says so", () => {
+    expect(toolgate("connections", "status").code).toBe(3);
+    // A composition that names a file vault, its key in a 0600 file beside nothing.
+    const config = readFileSync(join(dir, "toolgate.config.mjs"), "utf8").replace(
+      'journal: { sqlite: ".toolgate/journal.db" },',
+      'journal: { sqlite: ".toolgate/journal.db" }, vault: { file: ".toolgate/vault/tokens.vault", key: { file: "keys/vault.key" } },',
+    );
+    writeFileSync(join(dir, "toolgate.config.mjs"), config);
+    spawnSync("mkdir", ["-p", join(dir, "keys")]);
+    writeFileSync(join(dir, "keys", "vault.key"), `${"ab".repeat(32)}\n`, { mode: 0o600 });
+    const secret = "ya29.token-that-must-never-print";
+    writeFileSync(join(dir, "token.json"), JSON.stringify({ access_token: secret, refresh_token: "1//refresh-never-print", expires_in: 3600, scope: "https://www.googleapis.com/auth/gmail.readonly", token_type: "Bearer" }));
+    const added = toolgate("connections", "add", "--id", "work-google", "--provider", "google", "--file", "token.json", "--default");
+    expect(added.code, added.stderr).toBe(0);
+    const status = toolgate("connections", "status", "--json");
+    expect(status.code).toBe(0);
+    const rows = JSON.parse(status.stdout) as { id: string; state: string; scopes: string[] }[];
+    expect(rows).toMatchObject([{ id: "work-google", state: "ready", scopes: ["https://www.googleapis.com/auth/gmail.readonly"] }]);
+    expect(status.stdout + added.stdout).not.toContain("never-print");
+    expect(readFileSync(join(dir, ".toolgate", "vault", "tokens.vault"), "utf8")).not.toContain("never-print");
+    expect(toolgate("connections", "revoke", "work-google").code).toBe(0);
+    expect(toolgate("connections", "revoke", "work-google").code).toBe(1);
+    expect(toolgate("connections", "status").stdout).toContain("no connections");
+  });
+});
