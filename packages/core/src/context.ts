@@ -21,7 +21,10 @@ export interface ToolContext {
   registerSecret(value: string): void;
 }
 
-/** The narrower context a `preview(input, ctx)` gets: it may read, never act. */
+/**
+ * The narrower context a `preview(input, ctx)` gets: it may read, never act. Its connector opens
+ * (and reads a token) only when the preview first calls `client()`; `connectionId` is empty until then.
+ */
 export interface PreviewContext {
   readonly signal: AbortSignal;
   readonly effect: EffectIdentity;
@@ -62,6 +65,11 @@ export interface ConnectorHandle {
  */
 export interface ConnectorRuntime {
   open(request: ConnectorOpenRequest): Promise<ConnectorHandle>;
+  /**
+   * Optional: the checks of `open` that need no token — a provider, a connection for this caller,
+   * the scopes granted. The gate runs it before asking a human to approve a call that could not run.
+   */
+  check?(request: ConnectorOpenRequest): Promise<void>;
 }
 
 export interface ConnectorOpenRequest {

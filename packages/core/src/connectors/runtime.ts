@@ -194,23 +194,33 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
     return new ToolError("provider_unavailable", `${connection.provider} did not refresh connection ${connection.id}`, { cause: safeCause, retryable: true });
   };
 
-  return {
-    async open(request: ConnectorOpenRequest): Promise<ConnectorHandle> {
-      if (!request || typeof request.registerSecret !== "function" || !Array.isArray(request.scopes)) {
-        throw new ToolError("config_invalid", "connector open request is malformed");
-      }
-      throwIfAborted(request.signal, request.toolId);
-      const adapter = providers.get(request.provider);
-      if (!adapter) throw new ToolError("connector_unavailable", `no connector provider named ${request.provider} is configured`);
-      for (const secret of adapter.secrets ?? []) remember(request, secret);
 
-      const connection = chooseConnection(await vault.list(), request);
-      const missing = request.scopes.filter((scope) => !connection.scopes.includes(scope));
-      if (missing.length > 0) {
-        const error = scopeMissing(connection, missing, request.toolId);
-        log({ type: "connector.scope_missing", provider: connection.provider, connectionId: connection.id, toolId: request.toolId, code: error.code, message: error.message });
-        throw error;
-      }
+  /** Steps 1–3 of open: provider, connection, scopes — from metadata only, no token read. */
+  const choose = async (request: ConnectorOpenRequest): Promise<{ adapter: ConnectorProvider; connection: ConnectionInfo }> => {
+    if (!request || typeof request.registerSecret !== "function" || !Array.isArray(request.scopes)) {
+      throw new ToolError("config_invalid", "connector open request is malformed");
+    }
+    throwIfAborted(request.signal, request.toolId);
+    const adapter = providers.get(request.provider);
+    if (!adapter) throw new ToolError("connector_unavailable", `no connector provider named ${request.provider} is configured`);
+    for (const secret of adapter.secrets ?? []) remember(request, secret);
+    const connection = chooseConnection(await vault.list(), request);
+    const missing = request.scopes.filter((scope) => !connection.scopes.includes(scope));
+    if (missing.length > 0) {
+      const error = scopeMissing(connection, missing, request.toolId);
+      log({ type: "connector.scope_missing", provider: connection.provider, connectionId: connection.id, toolId: request.toolId, code: error.code, message: error.message });
+      throw error;
+    }
+    return { adapter, connection };
+  };
+
+  return {
+    async check(request: ConnectorOpenRequest): Promise<void> {
+      await choose(request);
+    },
+
+    async open(request: ConnectorOpenRequest): Promise<ConnectorHandle> {
+      const { adapter, connection } = await choose(request);
 
       let tokens = await vault.readTokens(connection.id);
       if (tokens === undefined) throw new ToolError("connector_unavailable", `connection ${connection.id} was removed from the vault`);

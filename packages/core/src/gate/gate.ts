@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { z } from "zod";
 import { canonicalJson, hashCanonical, sha256Hex } from "../canonical-json.js";
-import type { ConnectorHandle, ConnectorRuntime, PreviewContext, ProgressEvent, ToolContext, Verifier, Workspace } from "../context.js";
+import type { ConnectorHandle, ConnectorOpenRequest, ConnectorRuntime, PreviewContext, ProgressEvent, ToolContext, Verifier, Workspace } from "../context.js";
 import { ToolError, type EffectBoundary } from "../errors.js";
 import type { GrantCheck, GrantOutcome, IntentInput, Journal, JournalReceipt, OutboxEntry, OutboxState } from "../journal/types.js";
 import { isSideEffectful, jsonSchemaOf, type AnyToolManifest, type ApprovalPreview } from "../manifest.js";
@@ -292,7 +292,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
         const ctx: PreviewContext = {
           signal,
           effect: identity(state),
-          connector: manifest.connector ? await openConnector(state, signal) : undefined,
+          connector: manifest.connector ? lazyConnector(state, signal) : undefined,
           workspace: options.workspace,
         };
         return manifest.preview!(state.parsed, ctx);
@@ -524,9 +524,9 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     tenant: state.call.tenant,
   });
 
-  const openConnector = async (state: CallState, signal: AbortSignal): Promise<ConnectorHandle> => {
+  const connectorRequest = (state: CallState, signal: AbortSignal): ConnectorOpenRequest => {
     const manifest = state.tool!.manifest;
-    return options.connectors!.open({
+    return {
       provider: manifest.connector!.provider,
       scopes: manifest.connector!.scopes,
       principal: state.call.principal,
@@ -534,7 +534,32 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
       toolId: manifest.id,
       signal,
       registerSecret: (value) => redactor.register(value),
-    });
+    };
+  };
+
+  const openConnector = (state: CallState, signal: AbortSignal): Promise<ConnectorHandle> => options.connectors!.open(connectorRequest(state, signal));
+
+  /**
+   * A preview may read through the connector, but most never do: open it (and read a token) only
+   * when the preview first asks for the client.
+   */
+  const lazyConnector = (state: CallState, signal: AbortSignal): ConnectorHandle => {
+    const requirement = state.tool!.manifest.connector!;
+    let opened: Promise<ConnectorHandle> | undefined;
+    let connectionId = "";
+    const open = (): Promise<ConnectorHandle> =>
+      (opened ??= openConnector(state, signal).then((handle) => {
+        connectionId = handle.connectionId;
+        return handle;
+      }));
+    return {
+      provider: requirement.provider,
+      scopes: requirement.scopes,
+      get connectionId() {
+        return connectionId;
+      },
+      client: async <T>() => (await open()).client<T>(),
+    };
   };
 
   const okResult = (
@@ -780,6 +805,14 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     // calls without a key the same call.
     const needsApproval = approvalRequired(state);
     let built: { preview: ApprovalPreview; previewHash: string } | undefined;
+    if (needsApproval && manifest.connector && options.connectors?.check) {
+      // Never ask a human to approve a call whose connection could not run it (no token is read).
+      try {
+        await bounded(state, "checking the connection", (signal) => options.connectors!.check!(connectorRequest(state, signal)));
+      } catch (cause) {
+        return refuse(state, "error", ToolError.is(cause) ? cause : new ToolError("connector_unavailable", `could not check connector ${manifest.connector.provider}`, { cause }));
+      }
+    }
     if (needsApproval) {
       const preview = await buildPreview(state);
       if (preview instanceof ToolError) return refuse(state, "error", preview);
