@@ -124,7 +124,21 @@ export { buildInventory } from "./inventory.js";
 export type { Inventory, InventoryEntry, BuildInventoryOptions } from "./inventory.js";
 export { renderOperatorDocs } from "./operator-docs.js";
 export type { OperatorDocPage } from "./operator-docs.js";
-export { requestedEvent } from "./journal/memory.js";
+export {
+  requestedEvent,
+  consumedEvent,
+  intentEvent,
+  settledEvent,
+  claimedEvent,
+  decidedEvent,
+  startedEntry,
+  settledEntry,
+  decidedRequest,
+  joinsPendingRequest,
+  decodeEntry,
+  decodeRequest,
+  auditKeyCheck,
+} from "./journal/events.js";
 
 // connectors
 export {

@@ -31,11 +31,11 @@ import {
   decodeEntry,
   decodeRequest,
   intentEvent,
-  joins,
+  joinsPendingRequest as joins,
   settledEntry,
   settledEvent,
   startedEntry,
-} from "./events.js";
+} from "@toolgate/core";
 import { migrate, POSTGRES_SCHEMA_VERSION, SCHEMA_NAME } from "./schema.js";
 
 export interface PostgresJournalOptions {

@@ -34,11 +34,11 @@ import {
   decodeEntry,
   decodeRequest,
   intentEvent,
-  joins,
+  joinsPendingRequest as joins,
   settledEntry,
   settledEvent,
   startedEntry,
-} from "./events.js";
+} from "@toolgate/core";
 import { migrate, SQLITE_SCHEMA_VERSION } from "./schema.js";
 
 /**

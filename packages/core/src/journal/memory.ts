@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { ToolError } from "../errors.js";
 import { sealAuditEvent, unsealAuditEvent, type AuditKey } from "./audit-chain.js";
+import { claimedEvent, consumedEvent, decidedEvent, decidedRequest, intentEvent, joinsPendingRequest, requestedEvent, settledEntry, settledEvent, startedEntry } from "./events.js";
 import { checkGrant } from "./grant-check.js";
 import {
   GENESIS_MAC,
@@ -61,15 +62,7 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
     if (!("ok" in verdict)) return verdict;
     const consumed: ApprovalRequest = { ...request!, status: "consumed", consumedAt: check.at, consumedBy: check.invocationId };
     approvals.set(consumed.id, consumed);
-    const receipt = appendNow({
-      type: "approval.consumed",
-      at: check.at,
-      invocationId: check.invocationId,
-      toolId: consumed.toolId,
-      principal: consumed.principal,
-      tenant: consumed.tenant,
-      data: { requestId: consumed.id },
-    });
+    const receipt = appendNow(consumedEvent(consumed, check));
     return { status: "consumed", request: consumed, receipt };
   };
 
@@ -109,32 +102,9 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
         if (outcome.status !== "consumed") return { status: "grant_refused", outcome };
         grantId = outcome.request.id;
       }
-      const entry: OutboxEntry = {
-        ...intent,
-        state: "pending",
-        boundary: "effect_not_started",
-        attempts: (existing?.attempts ?? 0) + 1,
-        updatedAt: intent.at,
-        ...(grantId === undefined ? {} : { grantId }),
-      };
+      const entry = startedEntry(intent, (existing?.attempts ?? 0) + 1, grantId);
       outbox.set(intent.key, entry);
-      const receipt = appendNow({
-        type: "intent.recorded",
-        at: intent.at,
-        invocationId: intent.invocationId,
-        toolId: intent.toolId,
-        principal: intent.principal,
-        tenant: intent.tenant,
-        data: {
-          key: intent.key,
-          intentHash: intent.intentHash,
-          inputHash: intent.inputHash,
-          effect: intent.effect,
-          target: intent.target ?? null,
-          attempt: entry.attempts,
-          ...(grantId === undefined ? {} : { grantId }),
-        },
-      });
+      const receipt = appendNow(intentEvent(intent, entry.attempts, grantId));
       return { status: "started", entry, receipt };
     },
 
@@ -143,33 +113,8 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
       const entry = outbox.get(key);
       if (!entry) throw new ToolError("journal_failed", `no intent recorded under key ${key}`);
       if (entry.intentHash !== s.intentHash) throw new ToolError("journal_failed", `settlement for ${key} is bound to another intent`);
-      const { result: _r, error: _e, ...rest } = entry;
-      const settled: OutboxEntry = {
-        ...rest,
-        state: s.state,
-        boundary: s.boundary,
-        updatedAt: s.at,
-        ...(s.result === undefined ? {} : { result: s.result }),
-        ...(s.error === undefined ? {} : { error: s.error }),
-      };
-      outbox.set(key, settled);
-      return appendNow({
-        type: s.eventType ?? "intent.settled",
-        at: s.at,
-        invocationId: s.invocationId,
-        toolId: entry.toolId,
-        principal: entry.principal,
-        tenant: entry.tenant,
-        data: {
-          key,
-          intentHash: s.intentHash,
-          state: s.state,
-          boundary: s.boundary,
-          ...(s.result ? { outputHash: s.result.outputHash, findings: s.result.findings.length } : {}),
-          ...(s.error ? { code: s.error.code, message: s.error.message } : {}),
-          ...s.audit,
-        },
-      });
+      outbox.set(key, settledEntry(entry, s));
+      return appendNow(settledEvent(entry, key, s));
     },
     async getIntent(key) {
       return outbox.get(key);
@@ -184,15 +129,7 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
         const next: OutboxEntry = { ...entry, attempts: entry.attempts + 1, updatedAt: opts.leaseUntil ?? opts.at };
         outbox.set(entry.key, next);
         claimed.push(next);
-        appendNow({
-          type: "outbox.claimed",
-          at: opts.at,
-          invocationId: entry.invocationId,
-          toolId: entry.toolId,
-          principal: entry.principal,
-          tenant: entry.tenant,
-          data: { key: entry.key, claimant: opts.claimant, attempt: next.attempts, state: entry.state },
-        });
+        appendNow(claimedEvent(entry, opts.claimant, next.attempts, opts.at));
       }
       return claimed;
     },
@@ -204,16 +141,7 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
     async requestApproval(input: ApprovalRequestInput) {
       ensureOpen();
       for (const r of approvals.values()) {
-        if (
-          r.status === "pending" &&
-          r.kind === input.kind &&
-          r.toolId === input.toolId &&
-          r.inputHash === input.inputHash &&
-          r.principal === input.principal &&
-          r.tenant === input.tenant &&
-          r.previewHash === input.previewHash &&
-          Date.parse(r.expiresAt) > Date.parse(input.createdAt)
-        ) {
+        if (joinsPendingRequest(r, input)) {
           const receipt = appendNow(requestedEvent(r, input.invocationId, false, input.createdAt));
           return { request: r, created: false, receipt };
         }
@@ -238,24 +166,9 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
         approvals.set(id, { ...request, status: "expired" });
         throw new ToolError("approval_expired", `approval request ${id} expired at ${request.expiresAt}`);
       }
-      const decided: ApprovalRequest =
-        decision.kind === "grant"
-          ? { ...request, status: "granted", decidedBy: decision.approver, decidedAt: decision.at, grantTokenHash: decision.tokenHash, grantExpiresAt: decision.grantExpiresAt }
-          : { ...request, status: "denied", decidedBy: decision.approver, decidedAt: decision.at, reason: decision.reason };
+      const decided = decidedRequest(request, decision);
       approvals.set(id, decided);
-      const receipt = appendNow({
-        type: decision.kind === "grant" ? "approval.granted" : "approval.denied",
-        at: decision.at,
-        invocationId: request.invocationId,
-        toolId: request.toolId,
-        principal: request.principal,
-        tenant: request.tenant,
-        data: {
-          requestId: id,
-          approver: decision.approver,
-          ...(decision.kind === "grant" ? { grantExpiresAt: decision.grantExpiresAt } : { reason: decision.reason }),
-        },
-      });
+      const receipt = appendNow(decidedEvent(request, id, decision));
       return { request: decided, receipt };
     },
     async consumeGrant(check: GrantCheck, event: AuditEventInput) {
@@ -269,17 +182,4 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
     },
   };
   return journal;
-}
-
-/** The audit event for a request made or joined. Shared by every store. */
-export function requestedEvent(r: ApprovalRequest, invocationId: string, created: boolean, at: string): AuditEventInput {
-  return {
-    type: "approval.requested",
-    at,
-    invocationId,
-    toolId: r.toolId,
-    principal: r.principal,
-    tenant: r.tenant,
-    data: { requestId: r.id, kind: r.kind, previewHash: r.previewHash, inputHash: r.inputHash, target: r.target ?? null, created, expiresAt: r.expiresAt },
-  };
 }

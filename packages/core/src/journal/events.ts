@@ -1,18 +1,21 @@
-import { computeAuditMac, GENESIS_MAC } from "@toolgate/core";
-import type {
-  ApprovalDecision,
-  ApprovalRequest,
-  ApprovalRequestInput,
-  AuditEventInput,
-  AuditKey,
-  GrantCheck,
-  IntentInput,
-  OutboxEntry,
-  Settlement,
-} from "@toolgate/core";
+import { computeAuditMac, type AuditKey } from "./audit-chain.js";
+import {
+  GENESIS_MAC,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type ApprovalRequestInput,
+  type AuditEventInput,
+  type GrantCheck,
+  type IntentInput,
+  type OutboxEntry,
+  type Settlement,
+} from "./types.js";
 
-// The audit events each journal method appends, with the same data as the memory journal's. The
-// same file lives in @toolgate/store-sqlite; the conformance suite compares both with memory.
+/**
+ * The store kit: the audit events each journal method appends and the records it writes, shared
+ * by the memory, SQLite and PostgreSQL journals so that all three keep the same trail, MAC for
+ * MAC (the conformance suite compares them).
+ */
 
 export function consumedEvent(request: ApprovalRequest, check: GrantCheck): AuditEventInput {
   return {
@@ -125,7 +128,7 @@ export function decidedRequest(request: ApprovalRequest, decision: ApprovalDecis
 }
 
 /** Whether a pending request can be joined by `input` (the same call asked again). */
-export function joins(r: ApprovalRequest, input: ApprovalRequestInput): boolean {
+export function joinsPendingRequest(r: ApprovalRequest, input: ApprovalRequestInput): boolean {
   return (
     r.status === "pending" &&
     r.kind === input.kind &&
@@ -136,6 +139,19 @@ export function joins(r: ApprovalRequest, input: ApprovalRequestInput): boolean 
     r.previewHash === input.previewHash &&
     Date.parse(r.expiresAt) > Date.parse(input.createdAt)
   );
+}
+
+/** The audit event for a request made or joined. */
+export function requestedEvent(r: ApprovalRequest, invocationId: string, created: boolean, at: string): AuditEventInput {
+  return {
+    type: "approval.requested",
+    at,
+    invocationId,
+    toolId: r.toolId,
+    principal: r.principal,
+    tenant: r.tenant,
+    data: { requestId: r.id, kind: r.kind, previewHash: r.previewHash, inputHash: r.inputHash, target: r.target ?? null, created, expiresAt: r.expiresAt },
+  };
 }
 
 /** JSON drops `undefined`; these keys are required (possibly undefined) in the contract. */
