@@ -1,7 +1,7 @@
 import { ToolError, defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { attendeeSchema, calendarIdSchema, describeTime, eventIdFor, eventOutput, eventTimeSchema, oneLine, timeProblem, toEventOutput, toGoogleTime } from "../events.js";
-import { callGoogle } from "../google-call.js";
+import { callGoogle } from "@toolgate/connector-google";
 import { CALENDAR_SCOPES, calendarClient, type CalendarConfig } from "../options.js";
 
 export function createEventTool(config: CalendarConfig) {

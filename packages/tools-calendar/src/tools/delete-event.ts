@@ -1,7 +1,7 @@
 import { ToolError, defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { calendarIdSchema, describeTime, eventIdSchema } from "../events.js";
-import { callGoogle } from "../google-call.js";
+import { callGoogle } from "@toolgate/connector-google";
 import { CALENDAR_SCOPES, calendarClient, type CalendarConfig } from "../options.js";
 
 const MAX_APPROVED = 256;

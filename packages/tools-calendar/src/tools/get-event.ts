@@ -1,7 +1,7 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { calendarIdSchema, eventIdSchema, eventOutput, toEventOutput } from "../events.js";
-import { callGoogle } from "../google-call.js";
+import { callGoogle } from "@toolgate/connector-google";
 import { CALENDAR_SCOPES, calendarClient, type CalendarConfig } from "../options.js";
 
 export function getEventTool(config: CalendarConfig) {

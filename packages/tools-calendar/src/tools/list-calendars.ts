@@ -1,6 +1,6 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { callGoogle } from "../google-call.js";
+import { callGoogle } from "@toolgate/connector-google";
 import { CALENDAR_SCOPES, calendarClient, type CalendarConfig } from "../options.js";
 
 export function listCalendarsTool(config: CalendarConfig) {

@@ -1,7 +1,7 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { idSchema } from "../compose.js";
-import { callGoogle } from "../google-call.js";
+import { callGoogle } from "@toolgate/connector-google";
 import { GMAIL_SCOPES, gmailClient, type GmailConfig } from "../options.js";
 import { messageOutput, toMessageOutput } from "../read.js";
 

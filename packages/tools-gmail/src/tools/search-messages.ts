@@ -1,6 +1,6 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { callGoogle } from "../google-call.js";
+import { callGoogle } from "@toolgate/connector-google";
 import { GMAIL_SCOPES, gmailClient, type GmailConfig } from "../options.js";
 import { headerOf } from "../read.js";
 

@@ -2,7 +2,7 @@ import type { gmail_v1 } from "@googleapis/gmail";
 import { ToolError, defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { idSchema, sha256 } from "../compose.js";
-import { callGoogle } from "../google-call.js";
+import { callGoogle } from "@toolgate/connector-google";
 import { GMAIL_SCOPES, SEND_CONSENT, gmailClient, recipientAllowed, type GmailConfig } from "../options.js";
 import { addressesIn, headerOf, toMessageOutput } from "../read.js";
 

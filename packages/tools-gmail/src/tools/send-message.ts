@@ -1,7 +1,7 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { buildRaw, composePreviewDetails, composeSchema, recipientsOf } from "../compose.js";
-import { callGoogle } from "../google-call.js";
+import { callGoogle } from "@toolgate/connector-google";
 import { GMAIL_SCOPES, SEND_CONSENT, gmailClient, type GmailConfig } from "../options.js";
 
 export function sendMessageTool(config: GmailConfig) {
