@@ -157,7 +157,7 @@ describe.each(["stdio", "http"] as const)("serveMcp over %s, with the SDK's own 
       onprogress: (p) => seen.push({ progress: p.progress, message: p.message }),
     });
     expect(result.isError).toBeFalsy();
-    await vi.waitFor(() => expect(seen).toHaveLength(3));
+    await vi.waitFor(() => expect(seen, JSON.stringify(seen)).toHaveLength(3));
     expect(seen.map((s) => s.message)).toEqual(["step 1 of 3", "step 2 of 3", "step 3 of 3"]);
     expect(seen.map((s) => Math.round(s.progress))).toEqual([33, 67, 100]);
   });
