@@ -59,8 +59,10 @@ describe("recoverOutbox", () => {
     expect((await w.journal.listOutbox({ states: ["pending"] })).length).toBe(3);
     w.crashNext(false);
 
-    const report = await recoverOutbox(w.gate, { olderThanMs: 0 });
+    const seen: number[] = [];
+    const report = await recoverOutbox(w.gate, { olderThanMs: 0, onEntry: (_e, done) => seen.push(done) });
     expect(report).toMatchObject({ claimed: 3, replayed: 1, unknown: 1, failed: 1 });
+    expect(seen).toEqual([1, 2, 3]);
     const upsertKey = report.entries.find((e) => e.toolId === "ledger.upsert_entry")!.key;
     expect(w.effects).toEqual([{ key: upsertKey, kind: "upsert" }]);
     // After recovery, the caller's retry replays the recorded result instead of applying again.

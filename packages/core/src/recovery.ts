@@ -20,6 +20,8 @@ export interface RecoverOutboxOptions {
   readonly signal?: AbortSignal;
   /** Milliseconds since the epoch; default the gate's clock or `Date.now`. */
   readonly clock?: () => number;
+  /** Called after each entry is resolved, with the running count (for progress displays). */
+  readonly onEntry?: (entry: RecoveredEntry, done: number) => void;
 }
 
 /** What recovery did with one entry. */
@@ -88,6 +90,7 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
       const outcome = await recoverOne(entry);
       if (outcome.action === "skipped") skippedKeys.add(entry.key);
       entries.push(outcome);
+      options.onEntry?.(outcome, entries.length);
     }
     // Skipped entries were touched by the claim, so the next pass (same cutoff) will not see them
     // again until they age; a pass that only skipped is done.

@@ -1,5 +1,5 @@
 import { recoverOutbox, resolveOutboxEntry, type OutboxState } from "@toolgate/core";
-import { CliFailure, EXIT, parseDuration, table, type Io } from "../output.js";
+import { CliFailure, EXIT, parseDuration, progress, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
 export async function outboxList(runtime: Runtime, options: { state: string; json: boolean }, io: Io): Promise<number> {
@@ -12,7 +12,13 @@ export async function outboxList(runtime: Runtime, options: { state: string; jso
 }
 
 export async function outboxRecover(runtime: Runtime, options: { olderThan: string; json: boolean }, io: Io): Promise<number> {
-  const report = await recoverOutbox(runtime.gate, { olderThanMs: parseDuration(options.olderThan), claimant: `cli-${process.pid}` });
+  const bar = progress(io, "recovering");
+  const report = await recoverOutbox(runtime.gate, {
+    olderThanMs: parseDuration(options.olderThan),
+    claimant: `cli-${process.pid}`,
+    onEntry: (_entry, done) => bar.update(done),
+  });
+  bar.end();
   if (options.json) io.out(JSON.stringify(report, null, 2));
   else {
     io.out(`claimed ${report.claimed}: ${report.replayed} replayed, ${report.unknown} left for an operator, ${report.failed} failed, ${report.skipped} skipped`);
