@@ -45,6 +45,14 @@ describe("canonicalJson (RFC 8785)", () => {
     );
   });
 
+  it("keeps an own key named __proto__ (as JSON.parse makes it) instead of dropping it", () => {
+    for (const text of ['{"__proto__":[],"":[]}', '{"b":1,"__proto__":{"x":1},"a":2}', '{"z":{"__proto__":null,"a":1}}']) {
+      const value: unknown = JSON.parse(text);
+      expect(canonicalJson(value)).toBe(canonicalize(value));
+    }
+    expect(canonicalJson(JSON.parse('{"__proto__":[],"":[]}'))).toBe('{"":[],"__proto__":[]}');
+  });
+
   it("is independent of key order", () => {
     expect(hashCanonical({ a: 1, b: [1, { d: 2, c: 3 }] })).toBe(hashCanonical({ b: [1, { c: 3, d: 2 }], a: 1 }));
   });

@@ -58,13 +58,14 @@ function prepare(value: unknown, ancestors: object[]): unknown {
       if (i > 0 && keys[i - 1]! > keys[i]!) ordered = false;
     }
     if (!ordered) keys.sort();
-    let copy: Record<string, unknown> | undefined = ordered ? undefined : {};
+    // Copies have no prototype, so a key named `__proto__` (JSON.parse makes such own keys) stays a key.
+    let copy: Record<string, unknown> | undefined = ordered ? undefined : (Object.create(null) as Record<string, unknown>);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       const item = record[key];
       if (item === undefined || typeof item === "function" || typeof item === "symbol") {
         if (!copy) {
-          copy = {};
+          copy = Object.create(null) as Record<string, unknown>;
           for (let j = 0; j < i; j++) copy[keys[j]!] = record[keys[j]!];
         }
         continue;
@@ -72,7 +73,7 @@ function prepare(value: unknown, ancestors: object[]): unknown {
       const next = prepare(item, ancestors);
       if (next === NEEDS_SLOW_PATH) return NEEDS_SLOW_PATH;
       if (next !== item && !copy) {
-        copy = {};
+        copy = Object.create(null) as Record<string, unknown>;
         for (let j = 0; j < i; j++) if (record[keys[j]!] !== undefined) copy[keys[j]!] = record[keys[j]!];
       }
       if (copy) copy[key] = next;

@@ -16,6 +16,16 @@ describe("createRedactor", () => {
     expect(value.list[0]).toBe("x sk-secret-value y");
   });
 
+  it("keeps a key named __proto__ as a key, and never changes a prototype", () => {
+    const r = createRedactor(["sk-secret-value"]);
+    const value = JSON.parse('{"__proto__":{"polluted":"sk-secret-value"},"a":1}') as Record<string, unknown>;
+    const out = r.redact(value);
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.keys(out)).toEqual(["__proto__", "a"]);
+    expect(JSON.stringify(out)).toBe('{"__proto__":{"polluted":"[REDACTED]"},"a":1}');
+    expect((out as { polluted?: unknown }).polluted).toBeUndefined();
+  });
+
   it("prefers the longest secret when one contains another", () => {
     const r = createRedactor(["abcdef", "abcdefghij"]);
     expect(r.redactText("abcdefghij")).toBe(REDACTED);

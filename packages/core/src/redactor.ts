@@ -46,7 +46,10 @@ export function createRedactor(initial: readonly string[] = []): Redactor {
     if (value instanceof Uint8Array || value instanceof Date) return value;
     const out: Record<string, unknown> = {};
     seen.set(value, out);
-    for (const [key, item] of Object.entries(value)) out[redactText(key)] = redactValue(item, seen);
+    // defineProperty, not assignment: a key named `__proto__` must stay a key, never a prototype.
+    for (const [key, item] of Object.entries(value)) {
+      Object.defineProperty(out, redactText(key), { value: redactValue(item, seen), enumerable: true, writable: true, configurable: true });
+    }
     return out;
   };
 

@@ -127,6 +127,9 @@ describe("gate: each refusal happens before the next step's side effects", () =>
     const { gate } = setup();
     const result = await gate.invoke("notes.add_note", { id: "a", text: "b", approved: true } as never, base);
     expect(result).toMatchObject({ status: "error", code: "invalid_input" });
+    // A key named __proto__ from a model's JSON is a key like any other: hashed, and refused here.
+    const smuggled = await gate.invoke("notes.add_note", JSON.parse('{"id":"a","text":"b","__proto__":{"approved":true}}') as never, base);
+    expect(smuggled).toMatchObject({ status: "error", code: "invalid_input" });
   });
 
   it("4. policy: missing any one token is refused, naming it, before approval or any journal write", async () => {
