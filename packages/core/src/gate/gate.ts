@@ -428,7 +428,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
   const replay = async (state: CallState, entry: OutboxEntry, key: string): Promise<InvokeResult<unknown>> => {
     const result = entry.result!;
     if (result.heldBy !== undefined) {
-      const released = await releaseHeld(state, entry, key);
+      const released = await releaseHeld(state, entry);
       if (released !== true) return released;
     }
     const receipt = await audit(state, "call.replayed", { key, intentHash: entry.intentHash, outputHash: result.outputHash, originalInvocationId: entry.invocationId });
@@ -451,7 +451,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
   };
 
   /** Output held for a human: released only by a grant for the held request. */
-  const releaseHeld = async (state: CallState, entry: OutboxEntry, key: string): Promise<true | InvokeResult<unknown>> => {
+  const releaseHeld = async (state: CallState, entry: OutboxEntry): Promise<true | InvokeResult<unknown>> => {
     const requestId = entry.result!.heldBy!;
     const request = await journal.getApproval(requestId);
     const grant = state.call.approval;
@@ -826,6 +826,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
 
     // 6a. a completed call under the same key is replayed without running (or asking) again
     let existing: OutboxEntry | undefined;
+    let existingOutcome: Awaited<ReturnType<typeof onExisting>> | undefined;
     if (usesOutbox && !fresh) {
       try {
         existing = await journal.getIntent(key);
@@ -833,8 +834,8 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
         return refuse(state, "error", new ToolError("journal_failed", "the journal could not be read", { cause }));
       }
       if (existing?.state === "completed" || existing?.state === "pending") {
-        const outcome = await onExisting(state, existing, key);
-        if (!("retake" in outcome)) return outcome;
+        existingOutcome = await onExisting(state, existing, key);
+        if (!("retake" in existingOutcome)) return existingOutcome;
       }
     }
 
@@ -858,7 +859,8 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
       intent = intentFor(state, key);
       let retake: { attempts: number; states: readonly OutboxState[] } | undefined;
       if (existing) {
-        const outcome = await onExisting(state, existing, key);
+        // Failed and unknown entries are judged here, after approval; the rest were judged in 6a.
+        const outcome = existingOutcome ?? (await onExisting(state, existing, key));
         if (!("retake" in outcome)) return outcome;
         retake = { attempts: existing.attempts, states: outcome.retake };
       }
