@@ -1,39 +1,18 @@
-import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, defineTool } from "@toolgate/core";
-import { z } from "zod";
+import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile } from "@toolgate/core";
+import { countWords, countWordsInput, countWordsTool } from "./count-words-tool.js";
 import { compareMicros, row } from "./measure.js";
 
 /** A small pure tool: the gate's own cost dominates. */
 export async function benchGateOverhead(): Promise<string[]> {
-  const input = z.object({ text: z.string().max(10_000) });
-  const output = z.object({ words: z.number().int() });
-  const count = (args: { text: string }) => ({ words: args.text.split(" ").length });
-  const tool = defineTool({
-    id: "bench.count_words",
-    title: "Count words",
-    description: "Count words.",
-    input,
-    output,
-    actionType: "compute",
-    effect: "none",
-    requiredAllowlist: ["bench:read"],
-    risk: "low",
-    approval: "never",
-    idempotent: true,
-    retryable: true,
-    reversible: true,
-    runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
-    untrustedOutput: false,
-    handler: count,
-  });
-  const registry = createToolRegistry({ families: [defineFamily({ name: "bench", tools: [tool], permissions: ["bench:read"] })] });
+  const registry = createToolRegistry({ families: [defineFamily({ name: "bench", tools: [countWordsTool], permissions: ["bench:read"] })] });
   const profile = defineProfile({ name: "bench", allow: ["bench:read"], maxRisk: "low" });
   const gate = createGate({ registry, journal: createMemoryJournal(), secrets: ["bench-secret-value"] });
   const args = { text: "governed tools for agents that hold a real mailbox" };
   const call = { principal: "bench-agent", tenant: "bench", profile };
 
   const m = await compareMicros({
-    bare: () => count(args),
-    zod: () => count(input.parse(args)),
+    bare: () => countWords(args),
+    zod: () => countWords(countWordsInput.parse(args)),
     gate: async () => {
       const result = await gate.invoke("bench.count_words", args, call);
       if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);

@@ -8,6 +8,7 @@ import { createGate, createToolRegistry, defineFamily, defineProfile, defineTool
 import { connectPostgresJournal } from "@toolgate/store-postgres";
 import { openSqliteJournal } from "@toolgate/store-sqlite";
 import { z } from "zod";
+import { countWordsTool } from "./count-words-tool.js";
 
 const MEASURE_MS = 2000;
 const WARMUP_CALLS = 300;
@@ -96,24 +97,6 @@ async function callsPerSecond(fn: () => Promise<void>, inFlight: number): Promis
 const fmt = (n: number): string => Math.round(n).toLocaleString("en-US");
 
 function benchGate(journal: Journal) {
-  const countWords = defineTool({
-    id: "bench.count_words",
-    title: "Count words",
-    description: "Count words.",
-    input: z.object({ text: z.string().max(10_000) }),
-    output: z.object({ words: z.number().int() }),
-    actionType: "compute",
-    effect: "none",
-    requiredAllowlist: ["bench:read"],
-    risk: "low",
-    approval: "never",
-    idempotent: true,
-    retryable: true,
-    reversible: true,
-    runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
-    untrustedOutput: false,
-    handler: (args) => ({ words: args.text.split(" ").length }),
-  });
   const lines: string[] = [];
   const appendLine = defineTool({
     id: "bench.append_line",
@@ -138,7 +121,7 @@ function benchGate(journal: Journal) {
     },
   });
   const registry = createToolRegistry({
-    families: [defineFamily({ name: "bench", tools: [countWords, appendLine], permissions: ["bench:read", "bench:write"] })],
+    families: [defineFamily({ name: "bench", tools: [countWordsTool, appendLine], permissions: ["bench:read", "bench:write"] })],
   });
   const profile = defineProfile({ name: "bench", allow: ["bench:read", "bench:write"], maxRisk: "low" });
   const gate = createGate({ registry, journal, secrets: ["bench-secret-value"] });

@@ -4,14 +4,14 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { createMcpServer } from "@toolgate/adapters/mcp";
-import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, defineTool, type Gate } from "@toolgate/core";
+import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, type Gate } from "@toolgate/core";
 import { z } from "zod";
+import { countWords, countWordsTool } from "./count-words-tool.js";
 import { compareMicros } from "./measure.js";
 
 type Contender = () => Promise<void>;
 
 const args = { text: "governed tools for agents that hold a real mailbox" };
-const countWords = (input: { text: string }) => ({ words: input.text.split(" ").length });
 
 /** Calls per second with `concurrency` calls in flight: median of interleaved rounds. */
 async function inFlightRates(contenders: Record<string, Contender>, concurrency: number, callsPerRound: number, rounds: number): Promise<Record<string, number>> {
@@ -60,27 +60,9 @@ function expectOk(result: object): void {
  */
 export async function benchMcpComparison(): Promise<string[]> {
   const children = fileURLToPath(new URL("./mcp-children/", import.meta.url));
-  const tool = defineTool({
-    id: "bench.count_words",
-    title: "Count words",
-    description: "Count words.",
-    input: z.object({ text: z.string().max(10_000) }),
-    output: z.object({ words: z.number().int() }),
-    actionType: "compute",
-    effect: "none",
-    requiredAllowlist: ["bench:read"],
-    risk: "low",
-    approval: "never",
-    idempotent: true,
-    retryable: true,
-    reversible: true,
-    runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
-    untrustedOutput: false,
-    handler: countWords,
-  });
   const profile = defineProfile({ name: "bench", allow: ["bench:read", "bench_process:text-read"], maxRisk: "low" });
   const call = { principal: "bench-agent", tenant: "bench", profile };
-  const gate = createGate({ registry: createToolRegistry({ families: [defineFamily({ name: "bench", tools: [tool], permissions: ["bench:read"] })] }), journal: createMemoryJournal() });
+  const gate = createGate({ registry: createToolRegistry({ families: [defineFamily({ name: "bench", tools: [countWordsTool], permissions: ["bench:read"] })] }), journal: createMemoryJournal() });
 
   const mcpMemory = await inMemoryClient(mcpSdkServer());
   const gateMcpMemory = await inMemoryClient(createMcpServer(gate, { profile, principal: "bench-agent", tenant: "bench" }));
