@@ -29,7 +29,10 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 const family = createRepoTools({
   root,
   identity: { name: "Conformance", email: "conformance@example.invalid" },
-  checks: { pass: { argv: [process.execPath, "-e", "process.exit(0)"], description: "always passes" } },
+  checks: {
+    pass: { argv: [process.execPath, "-e", "process.exit(0)"], description: "always passes" },
+    show: { argv: [process.execPath, "-e", "process.stdout.write(require('fs').readFileSync('planted.txt', 'utf8'))"], description: "prints planted.txt" },
+  },
 });
 
 describeToolFamily(family, {
@@ -56,5 +59,31 @@ describeToolFamily(family, {
     "repo.write_file": [{ path: "-x", content: "" }],
     "repo.commit": [{ message: "m", paths: [] }, { message: "m", paths: ["-a"] }, { message: "   ", paths: ["README.md"] }],
     "repo.check": [{ check: "undeclared" }],
+  },
+  // Each tool returns a secret from the repository: in a file's name, content or a commit message.
+  plantSecret: (toolId, secret) => {
+    const git = (...args: string[]) => execFileSync("git", args, { cwd: root, env: plainGitEnv(home), stdio: "ignore" });
+    writeFileSync(path.join(root, "planted.txt"), `token=${secret}\n`);
+    if (toolId === "repo.log") {
+      git("add", "--", "planted.txt");
+      git("commit", "-q", "-m", `Add ${secret}`);
+    }
+    if (toolId === "repo.diff") {
+      writeFileSync(path.join(root, "README.md"), `hello\n${secret}\n`);
+    }
+    if (toolId === "repo.list_files" || toolId === "repo.status") writeFileSync(path.join(root, `${secret}.md`), "x\n");
+    const inputs: Record<string, unknown> = {
+      "repo.list_files": { glob: "*.md" },
+      "repo.read_file": { path: "planted.txt" },
+      "repo.search": { pattern: "token=" },
+      "repo.status": {},
+      "repo.diff": { scope: "unstaged" },
+      "repo.log": { limit: 5 },
+      "repo.write_file": { path: `notes/${secret}.txt`, content: "new\n" },
+      "repo.apply_patch": { patch: `--- /dev/null\n+++ b/${secret}.txt\n@@ -0,0 +1 @@\n+new\n` },
+      "repo.check": { check: "show" },
+      "repo.commit": { message: `Record ${secret}`, paths: ["planted.txt"] },
+    };
+    return inputs[toolId];
   },
 });

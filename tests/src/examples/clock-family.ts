@@ -39,7 +39,7 @@ export function createClockTools(options: ClockToolsOptions) {
     title: "Set a reminder",
     description: "Set a reminder at a time. Setting it again with the same idempotency key changes nothing.",
     input: z.object({ at: z.iso.datetime(), text: z.string().min(1).max(500) }).strict(),
-    output: z.object({ id: z.string(), created: z.boolean() }),
+    output: z.object({ id: z.string(), created: z.boolean(), text: z.string() }),
     actionType: "reminder-write",
     effect: "write",
     requiredAllowlist: ["clock:write"],
@@ -57,7 +57,7 @@ export function createClockTools(options: ClockToolsOptions) {
       const id = `r-${ctx.idempotencyKey.slice(0, 16)}`;
       const created = !options.reminders.has(id);
       if (created) options.reminders.set(id, { at, text });
-      return { id, created };
+      return { id, created, text: options.reminders.get(id)?.text ?? text };
     },
   });
 

@@ -230,6 +230,51 @@ describe("gate: each refusal happens before the next step's side effects", () =>
     expect(await gate.invoke("notes.add_note", { id: "n", text: "approved text" }, { ...base, approval: grant })).toMatchObject({ status: "ok" });
   });
 
+  it("5. each binding field alone makes a grant not fit: tool, input (same preview), principal, tenant, preview", async () => {
+    // Twin tools whose preview leaves out part of the input, so the input (or the tool) can change
+    // while the preview stays the same.
+    const labelTool = (id: "notes.label_note" | "notes.tag_note") => defineTool({
+      id,
+      title: "Label a note",
+      description: "Attach a label; the preview names the note only.",
+      input: z.object({ id: z.string(), label: z.string() }).strict(),
+      output: z.object({ id: z.string() }),
+      actionType: "notes-write",
+      effect: "write",
+      requiredAllowlist: ["notes:write"],
+      risk: "medium",
+      approval: "always",
+      preview: (input) => ({ summary: `Label note ${input.id}`, details: { exists: shared.has(input.id) } }),
+      idempotent: true,
+      retryable: true,
+      reversible: true,
+      runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
+      untrustedOutput: false,
+      handler: (input) => ({ id: input.id }),
+    });
+    const shared = new Set<string>(["n"]);
+    const { gate, calls } = setup({ extraTools: [labelTool("notes.label_note"), labelTool("notes.tag_note")] });
+    const approved = { id: "n", label: "done" };
+    const { first, grant } = await approve(gate, "notes.label_note", approved);
+    const swapped = await gate.invoke("notes.label_note", { id: "n", label: "evil" }, base);
+    expect(swapped.status === "approval_required" && swapped.previewHash).toBe(first.status === "approval_required" && first.previewHash);
+    const cases: [string, unknown, CallOptions, () => void, string?][] = [
+      ["toolId", approved, { ...base, approval: grant }, () => undefined, "notes.tag_note"],
+      ["inputHash", { id: "n", label: "evil" }, { ...base, approval: grant }, () => undefined],
+      ["principal", approved, { ...base, principal: "agent-2", approval: grant }, () => undefined],
+      ["tenant", approved, { ...base, tenant: "tenant-b", approval: grant }, () => undefined],
+      ["previewHash", approved, { ...base, approval: grant }, () => shared.delete("n")],
+    ];
+    for (const [field, input, call, change, toolId = "notes.label_note"] of cases) {
+      change();
+      const result = await gate.invoke(toolId, input, call);
+      expect(result, field).toMatchObject({ status: "denied", code: "approval_invalid", details: { mismatched: [field] } });
+      shared.add("n");
+    }
+    expect(calls("notes.label_note") + calls("notes.tag_note")).toBe(0);
+    expect(await gate.invoke("notes.label_note", approved, { ...base, approval: grant })).toMatchObject({ status: "ok" });
+  });
+
   it("5. a grant is bound to the preview: if what a human saw changes, the grant no longer fits", async () => {
     const { gate, store, calls } = setup();
     store.notes.set("doomed", "x");

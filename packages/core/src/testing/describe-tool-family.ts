@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { ConnectorRuntime, ToolContext, Verifier, Workspace } from "../context.js";
 import { defineFamily, SHARED_BOUNDARY_TOKENS, type ToolFamily } from "../family.js";
@@ -5,7 +6,7 @@ import { createGate, type Gate } from "../gate/gate.js";
 import type { InvokeResult } from "../gate/results.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import type { Journal } from "../journal/types.js";
-import { DATA_CLASSES, withHandler, type AnyToolManifest } from "../manifest.js";
+import { DATA_CLASSES, jsonSchemaOf, withHandler, type AnyToolManifest } from "../manifest.js";
 import { defineProfile, type Profile } from "../profile.js";
 import { createToolRegistry } from "../registry.js";
 
@@ -32,23 +33,47 @@ export interface DescribeToolFamilyOptions {
   readonly tenant?: string;
   /** Tools whose cancellation test is skipped, each with the reason (shown in the test name). */
   readonly skipCancellation?: Readonly<Record<string, string>>;
+  /**
+   * Puts `secret` where `toolId` will return it — a file's content, a message's subject, a page's
+   * title (through the family's fixtures or emulators) — and returns the input that makes the tool
+   * return it. Called once per tool, after `makeContext`, with the context it built. The suite
+   * registers the secret with the gate, checks that the tool's own output really carried it, and
+   * checks that nothing the gate returned, journaled or asked a human about does. A tool whose
+   * input and output schemas hold no text at all needs no planting; every other tool does.
+   */
+  readonly plantSecret?: (toolId: string, secret: string, ctx: FamilyTestContext) => unknown;
 }
 
 interface Instrumented {
   readonly family: ToolFamily;
   readonly calls: Map<string, number>;
   readonly signals: Map<string, AbortSignal[]>;
+  /** What each body returned, threw or reported as progress, before the gate saw it. */
+  readonly raw: Map<string, unknown[]>;
   onStart: ((toolId: string, ctx: ToolContext) => void) | undefined;
 }
 
 function instrument(family: ToolFamily): Instrumented {
-  const state: Instrumented = { family, calls: new Map(), signals: new Map(), onStart: undefined };
+  const state: Instrumented = { family, calls: new Map(), signals: new Map(), raw: new Map(), onStart: undefined };
+  const seen = (id: string, value: unknown): void => void state.raw.set(id, [...(state.raw.get(id) ?? []), value]);
   const tools = family.tools.map((manifest: AnyToolManifest) =>
-    withHandler(manifest, (inner) => (input, ctx) => {
+    // The wrapper is async: a body that never looks at its signal still cannot finish before the
+    // gate sees an abort that came while it started (the cancellation test relies on it).
+    withHandler(manifest, (inner) => async (input, ctx) => {
       state.calls.set(manifest.id, (state.calls.get(manifest.id) ?? 0) + 1);
       state.signals.set(manifest.id, [...(state.signals.get(manifest.id) ?? []), ctx.signal]);
       state.onStart?.(manifest.id, ctx);
-      return inner(input, ctx);
+      const observed: ToolContext = Object.create(ctx, {
+        progress: { value: (event: Parameters<ToolContext["progress"]>[0]) => (seen(manifest.id, event), ctx.progress(event)) },
+      }) as ToolContext;
+      try {
+        const value: unknown = await inner(input, observed);
+        seen(manifest.id, value);
+        return value;
+      } catch (error) {
+        seen(manifest.id, error instanceof Error ? { message: error.message, details: (error as { details?: unknown }).details } : error);
+        throw error;
+      }
     }),
   );
   return Object.assign(state, {
@@ -84,7 +109,7 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
   const principal = options.principal ?? "conformance-agent";
   const tenant = options.tenant ?? "conformance-tenant";
 
-  const setup = async (): Promise<{ gate: Gate; probe: Instrumented; ctx: FamilyTestContext }> => {
+  const setup = async (extraSecrets: readonly string[] = []): Promise<{ gate: Gate; probe: Instrumented; ctx: FamilyTestContext }> => {
     const ctx = await options.makeContext();
     const probe = instrument(family);
     const gate = createGate({
@@ -93,12 +118,12 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
       ...(ctx.connectors ? { connectors: ctx.connectors } : {}),
       ...(ctx.verifier ? { verifier: ctx.verifier } : {}),
       ...(ctx.workspace ? { workspace: ctx.workspace } : {}),
-      secrets: ctx.secrets ?? [],
+      secrets: [...(ctx.secrets ?? []), ...extraSecrets],
     });
     return { gate, probe, ctx };
   };
-  const withSetup = (fn: (s: { gate: Gate; probe: Instrumented; ctx: FamilyTestContext }) => Promise<void>) => async () => {
-    const s = await setup();
+  const withSetup = (fn: (s: { gate: Gate; probe: Instrumented; ctx: FamilyTestContext }) => Promise<void>, extraSecrets?: readonly string[]) => async () => {
+    const s = await setup(extraSecrets);
     try {
       await fn(s);
     } finally {
@@ -107,7 +132,7 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
     }
   };
   /** Invoke, granting approval when asked, as a human would. */
-  const invokeApproved = async (gate: Gate, id: string, input: unknown, profile: Profile, extra: { signal?: AbortSignal } = {}): Promise<InvokeResult> => {
+  const invokeApproved = async (gate: Gate, id: string, input: unknown, profile: Profile, extra: { signal?: AbortSignal; onProgress?: (event: unknown) => void } = {}): Promise<InvokeResult> => {
     const first = await gate.invoke(id, input, { principal, tenant, profile, ...extra });
     if (first.status !== "approval_required" || first.reason !== "call") return first;
     const grant = await gate.approvals.grant(first.requestId, { approver: "conformance-human" });
@@ -190,19 +215,45 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
           }));
         }
 
-        it("returns no registered secret in its output or errors", withSetup(async ({ gate, ctx }) => {
-          const secrets = ctx.secrets ?? [];
-          const profile = fullProfile(family);
-          const results = [
-            await invokeApproved(gate, tool.id, options.validInputs[tool.id], profile),
-            await gate.invoke(tool.id, null, { principal, tenant, profile }),
-          ];
-          const journal = JSON.stringify(await gate.journal.readAudit());
-          for (const secret of secrets) {
-            for (const result of results) expect(JSON.stringify(result)).not.toContain(secret);
-            expect(journal).not.toContain(secret);
-          }
-        }));
+        const outputHoldsText = schemaHoldsText(jsonSchemaOf(tool.output, "output"));
+        const inputHoldsText = schemaHoldsText(jsonSchemaOf(tool.input, "input"));
+        it(
+          outputHoldsText
+            ? "never returns, journals or shows a registered secret that its output carried"
+            : inputHoldsText
+              ? "never journals a registered secret that its input carried (its output holds no text)"
+              : "holds no text in its input or output, so a secret has no way in or out",
+          async () => {
+            if (!outputHoldsText && !inputHoldsText) {
+              // Asserted rather than assumed: adding a text field makes this tool need planting.
+              expect([tool.input, tool.output].map((schema, i) => schemaHoldsText(jsonSchemaOf(schema, i === 0 ? "input" : "output")))).toEqual([false, false]);
+              return;
+            }
+            expect(options.plantSecret, `describeToolFamily needs plantSecret: give the suite a way to put a secret where ${tool.id} returns it`).toBeTypeOf("function");
+            const planted = `tgsecret${randomBytes(12).toString("hex")}`;
+            await withSetup(async ({ gate, probe, ctx }) => {
+              const input = await options.plantSecret!(tool.id, planted, ctx);
+              const profile = fullProfile(family);
+              const progress: unknown[] = [];
+              const results = [
+                await invokeApproved(gate, tool.id, input, profile, { onProgress: (e) => progress.push(e) }),
+                await gate.invoke(tool.id, null, { principal, tenant, profile }),
+              ];
+              // The check proves something only if the secret really passed through the gate.
+              if (outputHoldsText) {
+                expect(JSON.stringify(probe.raw.get(tool.id) ?? []), `the planted secret never reached ${tool.id}'s output: plantSecret must put it where the tool returns it`).toContain(planted);
+              } else {
+                expect(JSON.stringify(input), `plantSecret must put the secret in ${tool.id}'s input`).toContain(planted);
+              }
+              const stored = JSON.stringify([await gate.journal.readAudit(), await gate.journal.listOutbox(), await gate.journal.listApprovals()]);
+              for (const secret of [planted, ...(ctx.secrets ?? [])]) {
+                for (const result of results) expect(JSON.stringify(result), `a result of ${tool.id}`).not.toContain(secret);
+                expect(JSON.stringify(progress), `progress of ${tool.id}`).not.toContain(secret);
+                expect(stored, `the journal of ${tool.id}'s call`).not.toContain(secret);
+              }
+            }, [planted])();
+          },
+        );
 
         const skip = options.skipCancellation?.[tool.id];
         if (skip !== undefined) {
@@ -225,16 +276,37 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
             probe.onStart = undefined;
             expect(probe.calls.get(tool.id) ?? 0).toBe(1);
             expect(probe.signals.get(tool.id)?.[0]?.aborted).toBe(true);
-            // The body may have finished before it looked at the signal; it must not outlast it unseen.
-            if (late.status !== "ok") {
-              expect(late.status).toBe("error");
-              expect(late.status === "error" && late.code).toBe("cancelled");
-            }
+            // Aborted while it started, the call is cancelled — whether or not the body looked.
+            expect(late.status).toBe("error");
+            expect(late.status === "error" && late.code).toBe("cancelled");
+            expect(late.status === "error" && late.boundary).toBe(tool.effect === "none" || tool.effect === "read" ? "effect_failed" : "effect_state_unknown");
           }));
         }
       });
     }
   });
+}
+
+/** True when a JSON Schema admits a string anywhere (or any value at all). */
+export function schemaHoldsText(schema: unknown, seen: Set<unknown> = new Set()): boolean {
+  if (schema === true || schema === undefined) return true;
+  if (schema === null || typeof schema !== "object" || seen.has(schema)) return false;
+  seen.add(schema);
+  const s = schema as Record<string, unknown>;
+  const branches = ["anyOf", "oneOf", "allOf"].flatMap((k) => (Array.isArray(s[k]) ? (s[k] as unknown[]) : []));
+  if (branches.length > 0) return branches.some((b) => schemaHoldsText(b, seen));
+  if (s.const !== undefined || Array.isArray(s.enum)) return false; // fixed values carry nothing planted
+  const type = s.type;
+  if (type === undefined) return Object.keys(s).every((k) => k === "$schema" || k === "description" || k === "title");
+  const types = Array.isArray(type) ? type : [type];
+  if (types.includes("string")) return true;
+  if (types.includes("object")) {
+    const props = Object.values((s.properties as Record<string, unknown> | undefined) ?? {});
+    const extra = s.additionalProperties;
+    return props.some((p) => schemaHoldsText(p, seen)) || (extra !== undefined && extra !== false && schemaHoldsText(extra, seen));
+  }
+  if (types.includes("array")) return schemaHoldsText(s.items ?? true, seen);
+  return false;
 }
 
 function safeApproval(tool: AnyToolManifest, input: unknown): boolean {
