@@ -103,8 +103,6 @@ export function sendEmpty(res: ServerResponse, status: number): void {
   res.end();
 }
 
-export const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
-
 /** Opaque page tokens: an offset, base64url-encoded. */
 export function pageTokenOf(offset: number): string {
   return Buffer.from(`offset:${offset}`).toString("base64url");

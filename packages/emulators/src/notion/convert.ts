@@ -6,6 +6,7 @@ import type {
   PartialUserObjectResponse,
   RichTextItemResponse,
 } from "@notionhq/client";
+import { isRecord } from "../is-record.js";
 import { invalid } from "./errors.js";
 
 /** A page property value as Notion answers it. */
@@ -40,8 +41,6 @@ export const BLOCK_TYPES = [
 export const MAX_RICH_TEXT_CONTENT = 2000;
 export const MAX_RICH_TEXT_ITEMS = 100;
 export const MAX_CHILDREN_PER_REQUEST = 100;
-
-const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
 
 const COLORS: readonly string[] = [
   "default",

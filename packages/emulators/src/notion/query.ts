@@ -1,8 +1,7 @@
 import type { PageObjectResponse } from "@notionhq/client";
+import { isRecord } from "../is-record.js";
 import { invalid } from "./errors.js";
 import { plainText, type PropertyConfig, type PropertyValue } from "./convert.js";
-
-const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
 
 type Predicate = (page: PageObjectResponse) => boolean;
 

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { calendar_v3 } from "@googleapis/calendar";
-import { ApiError, badRequest, isRecord, notFound } from "../http.js";
+import { isRecord } from "../../is-record.js";
+import { ApiError, badRequest, notFound } from "../http.js";
 import { instantOf, isTimeZone, localTimeOf, parseDate, parseDateTime, rfc3339In } from "./time-zones.js";
 
 /** A calendar in a fixture. */

@@ -1,5 +1,6 @@
 import type { gmail_v1 } from "@googleapis/gmail";
-import { ApiError, badRequest, isRecord, notFound } from "../http.js";
+import { isRecord } from "../../is-record.js";
+import { ApiError, badRequest, notFound } from "../http.js";
 import { GMAIL_METADATA_SCOPE } from "../scopes.js";
 import { addressesIn, composeMime, decodeWords, headerValue, leavesOf, parseMime, textOf, type MimePart } from "./mime.js";
 import { labelKey, parseGmailQuery, queryDateMs, type QueryTerm } from "./gmail-query.js";
