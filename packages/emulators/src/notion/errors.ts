@@ -59,6 +59,11 @@ export function invalid(message: string): NotionApiError {
   return new NotionApiError("validation_error", message);
 }
 
+/** Notion's answer to an edit of a page or block in the trash. */
+export function archived(): NotionApiError {
+  return invalid("Can't edit block that is archived. You must unarchive the block before editing.");
+}
+
 export function restricted(): NotionApiError {
   return new NotionApiError("restricted_resource", "Insufficient permissions for this endpoint.");
 }

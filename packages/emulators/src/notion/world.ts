@@ -1,104 +1,28 @@
 import { randomBytes } from "node:crypto";
-import type {
-  BlockObjectResponse,
-  CommentObjectResponse,
-  DataSourceObjectResponse,
-  DatabaseObjectResponse,
-  PageObjectResponse,
-  PartialUserObjectResponse,
-} from "@notionhq/client";
+import type { BlockObjectResponse, CommentObjectResponse, PageObjectResponse, PartialUserObjectResponse } from "@notionhq/client";
+import { newId, normalizeId, type BlockParent } from "./convert.js";
+import { notFound } from "./errors.js";
+import { appendChildren } from "./block-operations.js";
+import { createPage, updatePage, type NewPageParent } from "./page-operations.js";
+import { seedDatabase, seedPage } from "./world-seeding.js";
 import {
-  blockFromRequest,
-  emptyProperty,
-  MAX_CHILDREN_PER_REQUEST,
-  newId,
-  normalizeId,
-  pageTitle,
-  propertyConfig,
-  propertyFromRequest,
-  textRich,
-  type BlockParent,
-  type PropertyConfig,
-  type PropertySpec,
-  type PropertyType,
-  type PropertyValue,
-} from "./convert.js";
-import { invalid, notFound } from "./errors.js";
-
-/** What an integration may do, as Notion's integration settings name its capabilities. */
-export const NOTION_CAPABILITIES = ["read_content", "update_content", "insert_content", "read_comments", "insert_comments"] as const;
-export type NotionCapability = (typeof NOTION_CAPABILITIES)[number];
-
-/** An integration (a bot) as seeded: its capabilities and how it authenticates. */
-export interface IntegrationSeed {
-  readonly id: string;
-  readonly name?: string;
-  /** Default: every capability. */
-  readonly capabilities?: readonly NotionCapability[];
-  /** An internal integration's secret (`ntn_…`), accepted as a bearer token. */
-  readonly token?: string;
-  /** A public integration's OAuth client, for `POST /v1/oauth/token`. */
-  readonly oauth?: { readonly clientId: string; readonly clientSecret: string };
-}
-
-export interface NotionIntegration {
-  readonly id: string;
-  readonly name: string;
-  readonly botId: string;
-  readonly capabilities: Set<NotionCapability>;
-  readonly oauth: { readonly clientId: string; readonly clientSecret: string } | undefined;
-}
-
-/** Where a seeded page lives. */
-export type PageParentSeed = { readonly pageId: string } | { readonly dataSourceId: string } | "workspace";
-
-export interface PageSeed {
-  readonly id?: string;
-  readonly title: string;
-  readonly parent?: PageParentSeed;
-  /** Other property values, in the request shape of `pages.create`. */
-  readonly properties?: Readonly<Record<string, unknown>>;
-  /** Content, in the request shape of `blocks.children.append`. */
-  readonly children?: readonly unknown[];
-  /** Integration ids the page is shared with (its descendants inherit it). */
-  readonly sharedWith?: readonly string[];
-  readonly inTrash?: boolean;
-}
-
-export interface DatabaseSeed {
-  readonly id?: string;
-  readonly title: string;
-  readonly parent?: { readonly pageId: string } | "workspace";
-  readonly dataSource: { readonly id?: string; readonly name?: string; readonly properties: Readonly<Record<string, PropertySpec>> };
-  readonly sharedWith?: readonly string[];
-}
-
-interface StoredPage {
-  page: PageObjectResponse;
-  children: string[];
-  sharedWith: Set<string>;
-}
-interface StoredBlock {
-  block: BlockObjectResponse;
-  children: string[];
-}
-interface StoredDatabase {
-  database: DatabaseObjectResponse;
-  sharedWith: Set<string>;
-}
-interface StoredDataSource {
-  dataSource: DataSourceObjectResponse;
-  pages: string[];
-}
-interface TokenRecord {
-  readonly integrationId: string;
-  readonly kind: "internal" | "oauth";
-  revoked: boolean;
-}
+  NOTION_CAPABILITIES,
+  type DatabaseSeed,
+  type IntegrationSeed,
+  type NotionIntegration,
+  type PageSeed,
+  type StoredBlock,
+  type StoredDataSource,
+  type StoredDatabase,
+  type StoredPage,
+  type TokenRecord,
+} from "./world-model.js";
 
 /**
  * The emulator's whole state, in memory. Objects are stored in the shapes `@notionhq/client`
  * types its responses with, so a change in the client's types is a compile error here.
+ * This class holds the state, who may see what, and the lookups by id; the writes live in
+ * `page-operations.ts`, `block-operations.ts` and `world-seeding.ts`.
  */
 export class NotionWorld {
   readonly integrations = new Map<string, NotionIntegration>();
@@ -122,6 +46,8 @@ export class NotionWorld {
     this.tick = ms;
     return new Date(ms).toISOString();
   }
+
+  // ---------- integrations and tokens ----------
 
   addIntegration(seed: IntegrationSeed): NotionIntegration {
     const integration: NotionIntegration = {
@@ -156,13 +82,13 @@ export class NotionWorld {
       const page = this.pages.get(current);
       if (page) {
         if (page.sharedWith.has(integrationId)) return true;
-        current = this.parentObjectId(page.page.parent);
+        current = parentObjectId(page.page.parent);
         continue;
       }
       const database = this.databases.get(current);
       if (database) {
         if (database.sharedWith.has(integrationId)) return true;
-        current = this.parentObjectId(database.database.parent as BlockParent);
+        current = parentObjectId(database.database.parent as BlockParent);
         continue;
       }
       const dataSource = this.dataSources.get(current);
@@ -172,27 +98,12 @@ export class NotionWorld {
       }
       const block = this.blocks.get(current);
       if (block) {
-        current = this.parentObjectId(block.block.parent);
+        current = parentObjectId(block.block.parent);
         continue;
       }
       return false;
     }
     return false;
-  }
-
-  private parentObjectId(parent: BlockParent): string | undefined {
-    switch (parent.type) {
-      case "page_id":
-        return parent.page_id;
-      case "block_id":
-        return parent.block_id;
-      case "data_source_id":
-        return parent.data_source_id;
-      case "database_id":
-        return parent.database_id;
-      default:
-        return undefined;
-    }
   }
 
   share(id: string, integrationId: string): void {
@@ -207,259 +118,72 @@ export class NotionWorld {
     (this.pages.get(key) ?? this.databases.get(key))?.sharedWith.delete(integrationId);
   }
 
-  // ---------- reads ----------
+  // ---------- reads: `object_not_found` for what the integration cannot see ----------
 
   page(integrationId: string, id: string): StoredPage {
-    const key = normalizeId(id);
-    const stored = key === undefined ? undefined : this.pages.get(key);
-    if (!stored || !this.canSee(integrationId, stored.page.id)) throw notFound("page", id);
-    return stored;
+    return this.visible(integrationId, id, "page", (key) => this.pages.get(key));
   }
 
   /** A block or a page (a page is a block, too), as the integration sees it. */
   block(integrationId: string, id: string): StoredBlock | StoredPage {
-    const key = normalizeId(id);
-    const stored = key === undefined ? undefined : (this.pages.get(key) ?? this.blocks.get(key));
-    if (!stored || !this.canSee(integrationId, key!)) throw notFound("block", id);
-    return stored;
+    return this.visible(integrationId, id, "block", (key) => this.pages.get(key) ?? this.blocks.get(key));
   }
 
   database(integrationId: string, id: string): StoredDatabase {
-    const key = normalizeId(id);
-    const stored = key === undefined ? undefined : this.databases.get(key);
-    if (!stored || !this.canSee(integrationId, stored.database.id)) throw notFound("database", id);
-    return stored;
+    return this.visible(integrationId, id, "database", (key) => this.databases.get(key));
   }
 
   dataSource(integrationId: string, id: string): StoredDataSource {
+    return this.visible(integrationId, id, "data_source", (key) => this.dataSources.get(key));
+  }
+
+  private visible<T>(integrationId: string, id: string, kind: Parameters<typeof notFound>[0], lookup: (key: string) => T | undefined): T {
     const key = normalizeId(id);
-    const stored = key === undefined ? undefined : this.dataSources.get(key);
-    if (!stored || !this.canSee(integrationId, stored.dataSource.id)) throw notFound("data_source", id);
+    const stored = key === undefined ? undefined : lookup(key);
+    if (key === undefined || stored === undefined || !this.canSee(integrationId, key)) throw notFound(kind, id);
     return stored;
   }
 
   // ---------- writes ----------
 
   /** Create a page under a page or a data source; properties and children in request shape. */
-  createPage(
-    by: PartialUserObjectResponse,
-    parent: { pageId: string } | { dataSourceId: string } | "workspace",
-    properties: Readonly<Record<string, unknown>>,
-    children: readonly unknown[],
-    id: string = newId(),
-  ): PageObjectResponse {
-    const at = this.now();
-    let pageParent: BlockParent;
-    let schema: Record<string, PropertyConfig>;
-    let dataSource: StoredDataSource | undefined;
-    if (parent === "workspace") {
-      pageParent = { type: "workspace", workspace: true };
-      schema = { title: propertyConfig("title", { type: "title" }) };
-    } else if ("pageId" in parent) {
-      pageParent = { type: "page_id", page_id: parent.pageId };
-      schema = { title: propertyConfig("title", { type: "title" }) };
-    } else {
-      dataSource = this.dataSources.get(parent.dataSourceId);
-      if (!dataSource) throw notFound("data_source", parent.dataSourceId);
-      const databaseId = dataSource.dataSource.parent.type === "database_id" ? dataSource.dataSource.parent.database_id : parent.dataSourceId;
-      pageParent = { type: "data_source_id", data_source_id: parent.dataSourceId, database_id: databaseId };
-      schema = dataSource.dataSource.properties;
-    }
-    if (children.length > MAX_CHILDREN_PER_REQUEST) {
-      throw invalid(`body failed validation: body.children.length should be ≤ \`${MAX_CHILDREN_PER_REQUEST}\`, instead was \`${children.length}\`.`);
-    }
-    const values: Record<string, PropertyValue> = {};
-    for (const [name, config] of Object.entries(schema)) values[name] = emptyProperty(config.type as PropertyType, config.id);
-    for (const [name, value] of Object.entries(properties)) {
-      const config = schema[name] ?? (name === "title" ? Object.values(schema).find((c) => c.type === "title") : undefined);
-      if (!config) throw invalid(`${name} is not a property that exists.`);
-      values[config.name] = propertyFromRequest(config.name, config.type as PropertyType, config.id, value);
-    }
-    const page: PageObjectResponse = {
-      object: "page",
-      id,
-      created_time: at,
-      last_edited_time: at,
-      in_trash: false,
-      archived: false,
-      is_archived: false,
-      is_locked: false,
-      url: `https://www.notion.so/${id.replace(/-/g, "")}`,
-      public_url: null,
-      parent: pageParent,
-      properties: values,
-      icon: null,
-      cover: null,
-      created_by: by,
-      last_edited_by: by,
-    };
-    // Validate the children before anything is stored: a refused request changes nothing.
-    const planned = this.planBlocks(children, { type: "page_id", page_id: id }, by, at, "body.children");
-    this.pages.set(id, { page, children: [], sharedWith: new Set() });
-    this.commitBlocks(id, planned);
-    if (parent !== "workspace" && "pageId" in parent) {
-      const holder = this.pages.get(parent.pageId) ?? this.blocks.get(parent.pageId);
-      holder?.children.push(id);
-      this.blocks.set(id, {
-        block: {
-          object: "block",
-          id,
-          type: "child_page",
-          child_page: { title: pageTitle(page) },
-          parent: { type: "page_id", page_id: parent.pageId },
-          created_time: at,
-          created_by: by,
-          last_edited_time: at,
-          last_edited_by: by,
-          has_children: planned.length > 0,
-          in_trash: false,
-          archived: false,
-        },
-        children: [],
-      });
-    }
-    dataSource?.pages.push(id);
-    return page;
+  createPage(by: PartialUserObjectResponse, parent: NewPageParent, properties: Readonly<Record<string, unknown>>, children: readonly unknown[], id?: string): PageObjectResponse {
+    return createPage(this, by, parent, properties, children, id);
   }
 
   /** Update a page's properties and trash state; refuses property edits to a page in the trash. */
   updatePage(stored: StoredPage, by: PartialUserObjectResponse, properties: Readonly<Record<string, unknown>> | undefined, inTrash: boolean | undefined): PageObjectResponse {
-    const page = stored.page;
-    const restoring = inTrash === false;
-    if (page.in_trash && !restoring && properties !== undefined) {
-      throw invalid("Can't edit block that is archived. You must unarchive the block before editing.");
-    }
-    const updates: Record<string, PropertyValue> = {};
-    for (const [name, value] of Object.entries(properties ?? {})) {
-      const current = page.properties[name] ?? (name === "title" ? Object.values(page.properties).find((v) => v.type === "title") : undefined);
-      if (!current) throw invalid(`${name} is not a property that exists.`);
-      const key = page.properties[name] ? name : Object.keys(page.properties).find((k) => page.properties[k] === current)!;
-      updates[key] = propertyFromRequest(key, current.type as PropertyType, current.id, value);
-    }
-    Object.assign(page.properties, updates);
-    if (inTrash !== undefined) {
-      page.in_trash = inTrash;
-      page.archived = inTrash;
-      page.is_archived = inTrash;
-    }
-    page.last_edited_time = this.now();
-    page.last_edited_by = by;
-    const child = this.blocks.get(page.id);
-    if (child?.block.type === "child_page") {
-      child.block.child_page.title = pageTitle(page);
-      child.block.in_trash = page.in_trash;
-      child.block.archived = page.in_trash;
-    }
-    return page;
+    return updatePage(this, stored, by, properties, inTrash);
   }
 
   /** Append children to a page or block, validating every one before storing any. */
   appendChildren(parentId: string, by: PartialUserObjectResponse, children: readonly unknown[], path = "body.children"): BlockObjectResponse[] {
-    if (children.length > MAX_CHILDREN_PER_REQUEST) {
-      throw invalid(`body failed validation: ${path}.length should be ≤ \`${MAX_CHILDREN_PER_REQUEST}\`, instead was \`${children.length}\`.`);
-    }
-    if (children.length === 0) throw invalid(`body failed validation: ${path}.length should be ≥ \`1\`, instead was \`0\`.`);
-    const parent: BlockParent = this.pages.has(parentId) ? { type: "page_id", page_id: parentId } : { type: "block_id", block_id: parentId };
-    const planned = this.planBlocks(children, parent, by, this.now(), path);
-    return this.commitBlocks(parentId, planned);
-  }
-
-  private planBlocks(children: readonly unknown[], parent: BlockParent, by: PartialUserObjectResponse, at: string, path: string, depth = 0): Planned[] {
-    return children.map((child, index) => {
-      const id = newId();
-      const { block, children: nested } = blockFromRequest(child, `${path}[${index}]`, { id, parent, at, by });
-      if (nested.length > 0 && depth >= 2) throw invalid(`body failed validation: ${path}[${index}] nests children more than two levels deep.`);
-      if (nested.length > MAX_CHILDREN_PER_REQUEST) throw invalid(`body failed validation: ${path}[${index}].children.length should be ≤ \`100\`.`);
-      return { block, children: this.planBlocks(nested, { type: "block_id", block_id: id }, by, at, `${path}[${index}].${block.type}.children`, depth + 1) };
-    });
-  }
-
-  private commitBlocks(parentId: string, planned: readonly Planned[]): BlockObjectResponse[] {
-    const holder = this.pages.get(parentId) ?? this.blocks.get(parentId);
-    const created: BlockObjectResponse[] = [];
-    for (const { block, children } of planned) {
-      this.blocks.set(block.id, { block, children: [] });
-      holder?.children.push(block.id);
-      this.commitBlocks(block.id, children);
-      created.push(block);
-    }
-    const parentBlock = this.blocks.get(parentId);
-    if (parentBlock && planned.length > 0) parentBlock.block.has_children = true;
-    return created;
+    return appendChildren(this, parentId, by, children, path);
   }
 
   // ---------- seeding ----------
 
   seedDatabase(seed: DatabaseSeed): { databaseId: string; dataSourceId: string } {
-    const at = this.now();
-    const databaseId = normalizeId(seed.id ?? newId()) ?? newId();
-    const dataSourceId = normalizeId(seed.dataSource.id ?? newId()) ?? newId();
-    const parent: DatabaseObjectResponse["parent"] =
-      seed.parent === undefined || seed.parent === "workspace" ? { type: "workspace", workspace: true } : { type: "page_id", page_id: seed.parent.pageId };
-    const by: PartialUserObjectResponse = { object: "user", id: newId() };
-    const database: DatabaseObjectResponse = {
-      object: "database",
-      id: databaseId,
-      title: textRich(seed.title),
-      description: [],
-      parent,
-      is_inline: false,
-      in_trash: false,
-      archived: false,
-      is_locked: false,
-      created_time: at,
-      last_edited_time: at,
-      data_sources: [{ id: dataSourceId, name: seed.dataSource.name ?? seed.title }],
-      icon: null,
-      cover: null,
-      url: `https://www.notion.so/${databaseId.replace(/-/g, "")}`,
-      public_url: null,
-    };
-    const properties: Record<string, PropertyConfig> = {};
-    for (const [name, spec] of Object.entries(seed.dataSource.properties)) properties[name] = propertyConfig(name, spec);
-    if (!Object.values(properties).some((p) => p.type === "title")) throw new Error(`database ${seed.title} needs a title property`);
-    const dataSource: DataSourceObjectResponse = {
-      object: "data_source",
-      id: dataSourceId,
-      title: textRich(seed.dataSource.name ?? seed.title),
-      description: [],
-      parent: { type: "database_id", database_id: databaseId },
-      database_parent: parent,
-      is_inline: false,
-      in_trash: false,
-      archived: false,
-      created_time: at,
-      last_edited_time: at,
-      created_by: by,
-      last_edited_by: by,
-      properties,
-      icon: null,
-      cover: null,
-      url: database.url,
-      public_url: null,
-    };
-    this.databases.set(databaseId, { database, sharedWith: new Set(seed.sharedWith ?? []) });
-    this.dataSources.set(dataSourceId, { dataSource, pages: [] });
-    return { databaseId, dataSourceId };
+    return seedDatabase(this, seed);
   }
 
   seedPage(seed: PageSeed): PageObjectResponse {
-    const parent = seed.parent ?? "workspace";
-    const by: PartialUserObjectResponse = { object: "user", id: newId() };
-    const titleName =
-      parent !== "workspace" && "dataSourceId" in parent
-        ? (Object.values(this.dataSources.get(parent.dataSourceId)?.dataSource.properties ?? {}).find((p) => p.type === "title")?.name ?? "title")
-        : "title";
-    const properties = { ...seed.properties, [titleName]: { title: [{ text: { content: seed.title } }] } };
-    const page = this.createPage(by, parent, properties, seed.children ?? [], normalizeId(seed.id ?? newId()) ?? newId());
-    const stored = this.pages.get(page.id)!;
-    for (const integration of seed.sharedWith ?? []) stored.sharedWith.add(integration);
-    if (seed.inTrash) this.updatePage(stored, by, undefined, true);
-    return page;
+    return seedPage(this, seed);
   }
 }
 
-interface Planned {
-  readonly block: BlockObjectResponse;
-  readonly children: readonly Planned[];
+/** The id of the page, block, data source or database a parent names; undefined for the workspace. */
+function parentObjectId(parent: BlockParent): string | undefined {
+  switch (parent.type) {
+    case "page_id":
+      return parent.page_id;
+    case "block_id":
+      return parent.block_id;
+    case "data_source_id":
+      return parent.data_source_id;
+    case "database_id":
+      return parent.database_id;
+    default:
+      return undefined;
+  }
 }
