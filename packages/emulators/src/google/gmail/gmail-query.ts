@@ -1,4 +1,7 @@
+/** Gmail's search syntax, parsed, and whether a stored message matches a term of it. */
 import { badRequest } from "../http.js";
+import type { StoredMessage } from "./gmail-message-format.js";
+import { decodeWords, headerValue, leavesOf, plainTextOf } from "./mime.js";
 
 /** One term of a Gmail search query. */
 export interface QueryTerm {
@@ -40,4 +43,57 @@ export function queryDateMs(value: string): number {
 /** Label names compare case-insensitively, with spaces, slashes and hyphens equivalent. */
 export function labelKey(name: string): string {
   return name.toLowerCase().replace(/[\s/_-]+/g, "-");
+}
+
+/** Whether a message matches one (un-negated) term; `labelName` gives a label id's name. */
+export function messageMatches(m: StoredMessage, term: QueryTerm, labelName: (id: string) => string | undefined): boolean {
+  const v = term.value.toLowerCase();
+  const header = (name: string): string => decodeWords(headerValue(m.mime.headers, name) ?? "").toLowerCase();
+  switch (term.operator) {
+    case "from":
+      return header("from").includes(v);
+    case "to":
+      return ["to", "cc", "bcc"].some((h) => header(h).includes(v));
+    case "cc":
+      return header("cc").includes(v);
+    case "bcc":
+      return header("bcc").includes(v);
+    case "subject":
+      return header("subject").includes(v);
+    case "after":
+    case "newer":
+      return m.internalDate >= queryDateMs(term.value);
+    case "before":
+    case "older":
+      return m.internalDate < queryDateMs(term.value);
+    case "label":
+      return [...m.labelIds].some((id) => id.toLowerCase() === v || labelKey(labelName(id) ?? "") === labelKey(term.value));
+    case "is":
+      if (v === "unread") return m.labelIds.has("UNREAD");
+      if (v === "read") return !m.labelIds.has("UNREAD");
+      return m.labelIds.has(v.toUpperCase());
+    case "in":
+      return v === "anywhere" || m.labelIds.has(v === "drafts" ? "DRAFT" : v.toUpperCase());
+    case "has":
+      return v === "attachment" ? leavesOf(m.mime).some((p) => p.filename !== "") : false;
+    default: {
+      const haystack = [header("subject"), header("from"), header("to"), plainTextOf(m.mime).toLowerCase()].join("\n");
+      return haystack.includes(v);
+    }
+  }
+}
+
+/** The messages a search finds, newest first: every label in `labelIds`, every term of `q`. Spam and trash only when asked for. */
+export function searchMessages(
+  messages: Iterable<StoredMessage>,
+  search: { readonly q: string; readonly labelIds: readonly string[]; readonly includeSpamTrash: boolean },
+  labelName: (id: string) => string | undefined,
+): StoredMessage[] {
+  const terms = parseGmailQuery(search.q);
+  const namesPlace = terms.some((t) => t.operator === "in" || t.operator === "label") || search.labelIds.length > 0;
+  return [...messages]
+    .filter((m) => search.labelIds.every((l) => m.labelIds.has(l)))
+    .filter((m) => search.includeSpamTrash || namesPlace || !(m.labelIds.has("TRASH") || m.labelIds.has("SPAM")))
+    .filter((m) => terms.every((t) => messageMatches(m, t, labelName) !== t.negated))
+    .sort((a, b) => b.internalDate - a.internalDate || b.id.localeCompare(a.id));
 }

@@ -112,6 +112,15 @@ export function leavesOf(part: MimePart): MimePart[] {
   return part.parts.length === 0 ? [part] : part.parts.flatMap(leavesOf);
 }
 
+/** The text body: the text/plain leaf, or the text/html one with its tags removed; attachments are not read. */
+export function plainTextOf(mime: MimePart): string {
+  const leaves = leavesOf(mime).filter((p) => p.filename === "");
+  const plain = leaves.find((p) => p.mimeType === "text/plain");
+  if (plain) return textOf(plain);
+  const html = leaves.find((p) => p.mimeType === "text/html");
+  return html ? textOf(html).replace(/<[^>]*>/g, " ") : "";
+}
+
 /** Addresses in an address-list header (`A <a@x>, b@y`), lower-cased. */
 export function addressesIn(value: string | undefined): string[] {
   if (!value) return [];
