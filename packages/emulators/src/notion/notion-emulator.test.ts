@@ -107,7 +107,7 @@ describe("notion emulator: refusals first", () => {
     expect(emulator.pageChildren(ids.shared)).toHaveLength(1);
   });
 
-  it("answers an injected 429 with Retry-After, and 5xx and 409 with Notion's codes", async () => {
+  it("answers an injected 429 with Retry-After, and 5xx, 409 and 400 with Notion's codes", async () => {
     emulator.fault({ kind: "rate_limit", retryAfterSeconds: 7 });
     const limited = await notionError(client(TOKEN).users.me({}));
     expect(limited.code).toBe(APIErrorCode.RateLimited);
@@ -117,6 +117,9 @@ describe("notion emulator: refusals first", () => {
     expect((await notionError(client(TOKEN).users.me({}))).code).toBe(APIErrorCode.ServiceUnavailable);
     emulator.fault({ kind: "conflict", method: "PATCH" });
     expect((await notionError(client(TOKEN).pages.update({ page_id: ids.shared, properties: {} }))).code).toBe(APIErrorCode.ConflictError);
+    emulator.fault({ kind: "validation_error", method: "PATCH", message: "body failed validation: refused `x`." });
+    const refused = await notionError(client(TOKEN).pages.update({ page_id: ids.shared, properties: {} }));
+    expect([refused.code, refused.message]).toEqual([APIErrorCode.ValidationError, "body failed validation: refused `x`."]);
     expect((await client(TOKEN).users.me({})).type).toBe("bot");
   });
 
