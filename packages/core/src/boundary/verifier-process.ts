@@ -1,0 +1,121 @@
+/**
+ * Running one command: spawned directly (never a shell) as the leader of its own process group,
+ * stdin at end-of-file; at the deadline or on abort the whole group gets SIGTERM, then SIGKILL
+ * after the grace; when the leader exits, whatever it left in its group is killed.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { performance } from "node:perf_hooks";
+import type { VerifierRunResult } from "../context.js";
+import { ToolError } from "../errors.js";
+import { OutputCapture } from "./verifier-output.js";
+
+export interface ExecuteOptions {
+  readonly cwd: string;
+  readonly env: Record<string, string>;
+  readonly timeoutMs: number;
+  readonly maxOutputBytes: number;
+  readonly killGraceMs: number;
+  readonly signal: AbortSignal | undefined;
+  /** The command's declared name, for errors. */
+  readonly label: string;
+  /** Whether `argv` starts with the sandbox program, for errors. */
+  readonly sandboxed: boolean;
+}
+
+/**
+ * Run `argv` to its end. Resolves to the outcome whatever the exit status; rejects with
+ * `cancelled` once the aborted run's group is gone, or `config_invalid` when it could not start.
+ */
+export function execute(argv: readonly string[], options: ExecuteOptions): Promise<VerifierRunResult> {
+  const [program, ...rest] = argv as [string, ...string[]];
+  const started = performance.now();
+  return new Promise<VerifierRunResult>((resolve, reject) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(program, rest, {
+        cwd: options.cwd,
+        env: options.env,
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+        shell: false,
+        windowsHide: true,
+      });
+    } catch (cause) {
+      reject(new ToolError("config_invalid", `command ${options.label} could not be started`, { cause }));
+      return;
+    }
+    const stdout = new OutputCapture(options.maxOutputBytes);
+    const stderr = new OutputCapture(options.maxOutputBytes);
+    child.stdout?.on("data", (chunk: Buffer) => stdout.push(chunk));
+    child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk));
+
+    let timedOut = false;
+    let aborted = false;
+    let graceTimer: NodeJS.Timeout | undefined;
+    let settled = false;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+
+    const stop = () => {
+      if (graceTimer !== undefined) return;
+      killGroup(child, "SIGTERM");
+      graceTimer = setTimeout(() => killGroup(child, "SIGKILL"), options.killGraceMs);
+    };
+    const deadline = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, options.timeoutMs);
+    const onAbort = () => {
+      aborted = true;
+      stop();
+    };
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+
+    const finish = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      if (graceTimer !== undefined) clearTimeout(graceTimer);
+      options.signal?.removeEventListener("abort", onAbort);
+      const durationMs = performance.now() - started;
+      if (error !== undefined) {
+        const code = (error as { code?: unknown }).code;
+        const what = options.sandboxed ? "the bubblewrap sandbox" : `the program of command ${options.label}`;
+        reject(new ToolError("config_invalid", `${what} could not be started (${typeof code === "string" ? code : "error"})`, { cause: error }));
+        return;
+      }
+      if (aborted) {
+        reject(new ToolError("cancelled", `command ${options.label} was cancelled; its processes were stopped`, { details: { durationMs } }));
+        return;
+      }
+      resolve({
+        exitCode: exit?.code ?? null,
+        signal: exit?.signal ?? null,
+        stdout: stdout.text(),
+        stderr: stderr.text(),
+        truncated: stdout.dropped > 0 || stderr.dropped > 0,
+        durationMs,
+        timedOut,
+      });
+    };
+
+    child.once("error", (error) => {
+      // Spawning failed (no such program, not executable); nothing is running.
+      if (child.pid === undefined) finish(error);
+    });
+    child.once("exit", (code, signal) => {
+      exit = { code, signal };
+      // The leader is gone: whatever it left in its group goes too.
+      killGroup(child, "SIGKILL");
+    });
+    child.once("close", () => finish());
+  });
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // the group is already gone
+  }
+}
