@@ -7,11 +7,26 @@ const read = (path: string) => readFileSync(new URL(path, root), "utf8");
 /** Markdown whose TypeScript examples must each be a file that the tests compile (and run). */
 const documents = ["README.md", "packages/core/README.md", ...readdirSync(new URL("docs/", root)).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
 
+/** Each document's fenced TypeScript blocks, with the `<!-- example: file -->` marker before a block when it has one. */
+const examples = documents.map((doc) => {
+  const text = read(doc);
+  return { doc, text, blocks: [...text.matchAll(/(<!-- example: (\S+) -->\n)?```ts\n([\s\S]*?)```/g)] };
+});
+const withExamples = examples.filter((e) => e.blocks.length > 0);
+
 describe("code examples in the docs are the files the tests compile", () => {
-  for (const doc of documents) {
+  it("parses every TypeScript block of every document, and the READMEs have examples", () => {
+    for (const { doc, text, blocks } of examples) {
+      // A block the pattern above missed (another fence spelling) would go unchecked: count the fences independently.
+      const fences = text.match(/^```(?:ts|typescript|tsx|mts)\b.*$/gm) ?? [];
+      expect(blocks.length, `${doc}: TypeScript blocks parsed vs fences opened (write examples as \`\`\`ts)`).toBe(fences.length);
+    }
+    expect(withExamples.map((e) => e.doc)).toEqual(expect.arrayContaining(["README.md", "packages/core/README.md"]));
+  });
+
+  // Only documents with examples get a test: one with none would pass having checked nothing.
+  for (const { doc, blocks } of withExamples) {
     it(doc, () => {
-      const text = read(doc);
-      const blocks = [...text.matchAll(/(<!-- example: (\S+) -->\n)?```ts\n([\s\S]*?)```/g)];
       for (const [, marker, file, body] of blocks) {
         expect(marker, `a ts block in ${doc} has no <!-- example: file --> marker`).toBeDefined();
         expect(existsSync(new URL(file!, root)), `${file} is missing`).toBe(true);
