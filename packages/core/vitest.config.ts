@@ -6,6 +6,8 @@ export default defineConfig({
     expect: { requireAssertions: true },
     include: ["src/**/*.test.ts"],
     typecheck: { include: ["src/**/*.test-d.ts"], tsconfig: "./tsconfig.json" },
+    // fast-check runs on a pinned seed (printed on failure; TOOLGATE_FC_SEED replays or changes it).
+    setupFiles: ["./src/fixtures/fast-check-setup.ts"],
     testTimeout: 20_000,
   },
 });
