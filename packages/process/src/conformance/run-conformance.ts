@@ -3,6 +3,9 @@ import { childEnv, DEFAULT_PASS_ENV } from "../host/spawn.js";
 import { PROTOCOL_VERSION, type DeclaredTool, type ToolMessage, type ToolRegister } from "../protocol/messages.js";
 import { WireClient } from "./wire-client.js";
 
+/** The least time start-up and exit get, whatever the per-check timeout. */
+const PROCESS_LIFECYCLE_MS = 10_000;
+
 /** The checks, in the order they run. */
 export const CONFORMANCE_CHECKS = [
   "handshake",
@@ -26,7 +29,7 @@ export interface ConformanceOptions {
   readonly inputs?: Readonly<Record<string, unknown>>;
   /** A tool and input that runs long enough to be cancelled; then the tool must answer `cancelled`. */
   readonly slow?: { readonly tool: string; readonly input: unknown };
-  /** Per check; default 10 s. The handshake always gets at least 10 s. */
+  /** Per check; default 10 s. The handshake and the exit after `ToolShutdown` always get at least 10 s. */
   readonly timeoutMs?: number;
   /** Each result line as it is decided (`PASS name — detail` / `FAIL name — detail`). */
   readonly onLine?: (line: string) => void;
@@ -121,11 +124,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
 
   try {
     client.send({ type: "ToolHello", protocol_version: PROTOCOL_VERSION });
-    // Start-up gets at least 10 s whatever the per-check timeout: interpreters are slow on a busy machine.
-    const reg = (await client.next((m) => m.type === "ToolRegister", Math.max(timeoutMs, 10_000))) as ToolRegister | undefined;
+    // Start-up (and exit, below) get at least 10 s whatever the per-check timeout: interpreters are slow on a busy machine.
+    const startMs = Math.max(timeoutMs, PROCESS_LIFECYCLE_MS);
+    const reg = (await client.next((m) => m.type === "ToolRegister", startMs)) as ToolRegister | undefined;
     const first = reg?.tools[0];
     if (!reg || !first) {
-      record("handshake", false, reg ? "ToolRegister declared no tools" : `no ToolRegister within ${timeoutMs} ms${client.running ? "" : " (the process exited)"}`);
+      record("handshake", false, reg ? "ToolRegister declared no tools" : `no ToolRegister within ${startMs} ms${client.running ? "" : " (the process exited)"}`);
       for (const name of CONFORMANCE_CHECKS.slice(1)) record(name, false, "not run: no handshake");
       return summary(checks);
     }
@@ -175,8 +179,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     }
     {
       client.send({ type: "ToolShutdown" });
-      const exited = await Promise.race([client.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), timeoutMs))]);
-      record("shutdown", exited, exited ? "exited after ToolShutdown" : `still running ${timeoutMs} ms after ToolShutdown`);
+      // A process that exits promptly passes as soon as it has; only one that stays is waited out.
+      const exitMs = Math.max(timeoutMs, PROCESS_LIFECYCLE_MS);
+      let timer: NodeJS.Timeout | undefined;
+      const exited = await Promise.race([client.exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), exitMs)))]);
+      clearTimeout(timer);
+      record("shutdown", exited, exited ? "exited after ToolShutdown" : `still running ${exitMs} ms after ToolShutdown`);
     }
     return summary(checks);
   } finally {

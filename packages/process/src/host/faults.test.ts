@@ -108,7 +108,8 @@ describe("a misbehaving process never takes the host down", () => {
   it("stop() leaves no zombie: the pid is gone from /proc entirely", async () => {
     const { handle } = await fixture("good");
     const pid = handle.status().pid!;
-    expect(pidState(pid)).toMatch(/^[RS]$/);
+    // Alive, in whatever state a loaded machine has it (running, sleeping, in disk wait…): not a zombie, not gone.
+    expect(pidState(pid)).toMatch(/^[^ZXx]$/);
     await handle.stop();
     expect(await waitGone(pid)).toBe(true);
     expect(pidState(pid)).toBeUndefined();
