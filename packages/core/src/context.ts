@@ -9,6 +9,11 @@ export interface ToolContext {
   readonly idempotencyKey: string;
   /** Who and what this call is, for the body's own records. */
   readonly effect: EffectIdentity;
+  /**
+   * The `plan` of the preview a human approved for this very call (present only when the call was
+   * approved); recovery's replay runs without one. Treat a missing plan as "not approved".
+   */
+  readonly plan: unknown;
   /** Report progress; redacted, then handed to the caller's `onProgress`. */
   progress(event: ProgressEvent): void;
   /** The authorized client for the manifest's `connector`; absent for tools without one. */

@@ -68,6 +68,12 @@ export interface ApprovalPreview {
   readonly details?: Readonly<Record<string, unknown>>;
   /** A unified diff, message body or other long text the human must see exactly. */
   readonly body?: string;
+  /**
+   * What the body needs and the human approved (a draft's digest, an etag, an escalation's
+   * reason): stored and hashed with the preview, so it is part of the grant's binding, and handed
+   * to the body as `ctx.plan`. Plain JSON.
+   */
+  readonly plan?: unknown;
 }
 
 export type ApprovalRule<TInput> = "never" | "always" | ((input: TInput) => boolean);

@@ -1,6 +1,7 @@
 import { hashCanonical } from "./canonical-json.js";
 import { ToolError } from "./errors.js";
-import { intentOf, internalsOfGate, type AnyGate } from "./gate/gate.js";
+import { envOfGate, type AnyGate } from "./gate/gate.js";
+import { intentOf, replayIntent } from "./recovery-replay.js";
 import type { Journal, JournalReceipt, OutboxEntry } from "./journal/types.js";
 import { isSideEffectful } from "./manifest.js";
 
@@ -59,9 +60,9 @@ export interface RecoveryReport {
 export async function recoverOutbox(target: AnyGate | Journal, options: RecoverOutboxOptions = {}): Promise<RecoveryReport> {
   const gate = "invoke" in target ? target : undefined;
   const journal: Journal = gate ? gate.journal : (target as Journal);
-  const internals = gate ? internalsOfGate(gate) : undefined;
-  if (gate && !internals) throw new ToolError("config_invalid", "recoverOutbox needs a gate from createGate");
-  const clock = options.clock ?? internals?.clock ?? Date.now;
+  const env = gate ? envOfGate(gate) : undefined;
+  if (gate && !env) throw new ToolError("config_invalid", "recoverOutbox needs a gate from createGate");
+  const clock = options.clock ?? env?.clock ?? Date.now;
   const olderThanMs = options.olderThanMs ?? 5 * 60_000;
   const batchSize = options.batchSize ?? 100;
   const claimant = options.claimant ?? "recovery";
@@ -124,13 +125,13 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
       await settle("unknown", "effect_state_unknown", "interrupted by a restart; its recorded input had secrets redacted, so it cannot be replayed faithfully");
       return { ...base, action: "unknown", detail: "input redacted" };
     }
-    if (!internals) return { ...base, action: "skipped", detail: "needs a gate to replay" };
+    if (!env) return { ...base, action: "skipped", detail: "needs a gate to replay" };
     try {
-      const result = await internals.replayIntent(entry, options.signal);
+      const result = await replayIntent(env, entry, options.signal);
       if (result.status === "ok") return { ...base, action: "replayed" };
       return { ...base, action: result.status === "error" && result.boundary === "effect_state_unknown" ? "unknown" : "failed", detail: "code" in result ? result.code : result.status };
     } catch (cause) {
-      const message = cause instanceof Error ? internals.redactor.redactText(cause.message) : "replay failed";
+      const message = cause instanceof Error ? env.redactor.redactText(cause.message) : "replay failed";
       await settle("unknown", "effect_state_unknown", `recovery could not replay it: ${message}`);
       return { ...base, action: "unknown", detail: message };
     }

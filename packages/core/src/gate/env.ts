@@ -1,0 +1,73 @@
+/** What every step shares: the gate's configuration, its journal and redactor, its clock. */
+import { randomBytes } from "node:crypto";
+import type { ConnectorRuntime, Verifier, Workspace } from "../context.js";
+import type { Journal } from "../journal/types.js";
+import type { PolicyDecision } from "../policy.js";
+import type { Profile } from "../profile.js";
+import { createRedactor, type Redactor } from "../redactor.js";
+import type { RegisteredTool } from "../registry.js";
+
+export interface GateEnv {
+  readonly tools: ReadonlyMap<string, RegisteredTool>;
+  readonly journal: Journal;
+  readonly redactor: Redactor;
+  readonly connectors: ConnectorRuntime | undefined;
+  readonly verifier: Verifier | undefined;
+  readonly workspace: Workspace | undefined;
+  readonly clock: () => number;
+  /** `clock()` (or `ms`) as an ISO string, formatted once per millisecond. */
+  iso(ms?: number): string;
+  readonly requestTtlMs: number;
+  readonly maxInputBytes: number;
+  readonly derivedKeyWindowMs: number;
+  /** Profiles are frozen, so a tool's policy decision for a profile never changes: decided once. */
+  readonly decisions: WeakMap<Profile, Map<string, PolicyDecision>>;
+  /** Bodies that outlived their deadline, until their late result is journaled. */
+  readonly pendingLate: Set<Promise<unknown>>;
+  nextInvocationId(): string;
+}
+
+export interface GateEnvOptions {
+  readonly tools: ReadonlyMap<string, RegisteredTool>;
+  readonly journal: Journal;
+  readonly connectors?: ConnectorRuntime | undefined;
+  readonly verifier?: Verifier | undefined;
+  readonly workspace?: Workspace | undefined;
+  readonly clock?: (() => number) | undefined;
+  readonly secrets?: readonly string[] | undefined;
+  readonly approvalRequestTtlMs?: number | undefined;
+  readonly maxInputBytes?: number | undefined;
+  readonly derivedKeyWindowMs?: number | undefined;
+}
+
+export function createGateEnv(options: GateEnvOptions): GateEnv {
+  const clock = options.clock ?? Date.now;
+  // Most events of a call fall in the same millisecond: format each millisecond once.
+  let isoMs = Number.NaN;
+  let isoText = "";
+  // Invocation ids: a random per-gate prefix and a counter: unique across processes, cheap per call.
+  const prefix = `inv_${randomBytes(8).toString("hex")}_`;
+  let counter = 0;
+  return {
+    tools: options.tools,
+    journal: options.journal,
+    redactor: createRedactor(options.secrets ?? []),
+    connectors: options.connectors,
+    verifier: options.verifier,
+    workspace: options.workspace,
+    clock,
+    iso(ms: number = clock()): string {
+      if (ms !== isoMs) {
+        isoMs = ms;
+        isoText = new Date(ms).toISOString();
+      }
+      return isoText;
+    },
+    requestTtlMs: options.approvalRequestTtlMs ?? 24 * 60 * 60_000,
+    maxInputBytes: options.maxInputBytes ?? 1024 * 1024,
+    derivedKeyWindowMs: options.derivedKeyWindowMs ?? 10 * 60_000,
+    decisions: new WeakMap(),
+    pendingLate: new Set(),
+    nextInvocationId: () => `${prefix}${(counter++).toString(36)}`,
+  };
+}

@@ -1,0 +1,98 @@
+/** What an earlier attempt under the same idempotency key means for this call: replay it, retake it, or refuse. */
+import { ToolError } from "../errors.js";
+import type { OutboxEntry, OutboxState } from "../journal/types.js";
+import type { Keyed } from "./call-state.js";
+import type { GateEnv } from "./env.js";
+import { grantCheckFor, grantRefusal } from "./grants.js";
+import { audit, okResult, refuse } from "./outcomes.js";
+import type { ErrorResult, InvokeResult } from "./results.js";
+
+export type ExistingVerdict = InvokeResult<unknown> | { readonly retake: readonly OutboxState[] };
+
+export async function judgeExisting(env: GateEnv, c: Keyed, entry: OutboxEntry): Promise<ExistingVerdict> {
+  const { manifest } = c;
+  if (entry.toolId !== manifest.id || entry.inputHash !== c.inputHash || entry.principal !== c.call.principal || entry.tenant !== c.call.tenant) {
+    return refuse(env, c, "denied", new ToolError("idempotency_conflict", "this idempotency key was already used for a different call"));
+  }
+  switch (entry.state) {
+    case "pending":
+      return refuse(env, c, "denied", new ToolError("idempotency_in_flight", "a call with this idempotency key is still running (or was interrupted; run outbox recovery)"));
+    case "completed":
+      // A derived key stands for "the same call, retried": after the retry window, an identical
+      // call is a new one (pass an idempotency key to deduplicate for longer).
+      if (c.call.idempotencyKey === undefined && Date.parse(entry.updatedAt) < env.clock() - env.derivedKeyWindowMs) return { retake: ["completed"] };
+      return replay(env, c, entry);
+    case "failed": {
+      const retakeable = entry.boundary === "pre_effect_refusal" || entry.boundary === "effect_not_started" || (entry.boundary === "effect_failed" && manifest.retryable);
+      if (retakeable) return { retake: ["failed"] };
+      return replayedError(env, c, entry);
+    }
+    case "unknown":
+      if (manifest.idempotent) return { retake: ["unknown"] };
+      return refuse(
+        env,
+        c,
+        "denied",
+        new ToolError("effect_state_unknown", `an earlier attempt of ${manifest.id} with this key may have taken effect; an operator must resolve it before it can run again`),
+      );
+  }
+}
+
+async function replay(env: GateEnv, c: Keyed, entry: OutboxEntry): Promise<InvokeResult<unknown>> {
+  const result = entry.result!;
+  if (result.heldBy !== undefined) {
+    const released = await releaseHeld(env, c, entry, result.heldBy);
+    if (released !== true) return released;
+  }
+  const receipt = await audit(env, c, "call.replayed", { key: c.key, intentHash: entry.intentHash, outputHash: result.outputHash, originalInvocationId: entry.invocationId });
+  return okResult(c, result.output, result.findings, true, receipt);
+}
+
+async function replayedError(env: GateEnv, c: Keyed, entry: OutboxEntry): Promise<ErrorResult> {
+  const receipt = await audit(env, c, "call.replayed", { key: entry.key, intentHash: entry.intentHash, code: entry.error?.code ?? null });
+  return {
+    status: "error",
+    toolId: c.manifest.id,
+    invocationId: c.invocationId,
+    receipt,
+    code: entry.error?.code ?? "handler_failed",
+    message: entry.error?.message ?? "an earlier attempt with this key failed",
+    boundary: entry.boundary,
+    retryable: false,
+    replayed: true,
+  };
+}
+
+/** Output held for a human: released only by a grant for the held request. */
+async function releaseHeld(env: GateEnv, c: Keyed, entry: OutboxEntry, requestId: string): Promise<true | InvokeResult<unknown>> {
+  const request = await env.journal.getApproval(requestId);
+  const grant = c.call.approval;
+  if (!request) return refuse(env, c, "error", new ToolError("approval_unknown", `held output's request ${requestId} is missing`));
+  if (!grant || grant.requestId !== requestId) {
+    if (request.status === "consumed") return true;
+    return {
+      status: "approval_required",
+      reason: "output",
+      toolId: c.manifest.id,
+      invocationId: c.invocationId,
+      receipt: null,
+      requestId,
+      preview: request.preview,
+      previewHash: request.previewHash,
+      expiresAt: request.expiresAt,
+      idempotencyKey: c.visibleKey,
+      findings: entry.result!.findings.map((f) => ({ rule: f.rule, path: f.path })),
+    };
+  }
+  const outcome = await env.journal.consumeGrant(grantCheckFor(env, c, grant, request.previewHash), {
+    type: "output.released",
+    at: env.iso(),
+    invocationId: c.invocationId,
+    toolId: entry.toolId,
+    principal: entry.principal,
+    tenant: entry.tenant,
+    data: { requestId, key: entry.key },
+  });
+  if (outcome.status === "consumed" || outcome.status === "already_consumed") return true;
+  return refuse(env, c, "denied", grantRefusal(outcome, requestId));
+}

@@ -1,0 +1,86 @@
+/** Approval requests and grants as the gate sees them: what a grant is bound to, and why one is refused. */
+import { randomUUID } from "node:crypto";
+import { sha256Hex } from "../canonical-json.js";
+import { ToolError } from "../errors.js";
+import type { GrantCheck, GrantOutcome } from "../journal/types.js";
+import type { ApprovalPreview } from "../manifest.js";
+import type { InjectionFinding } from "../untrusted.js";
+import type { ApprovalGrant } from "./approvals.js";
+import type { Frozen } from "./call-state.js";
+import type { GateEnv } from "./env.js";
+import { refuse, targetOf, type Refusal } from "./outcomes.js";
+import type { ApprovalRequiredResult } from "./results.js";
+
+/** The grant as presented, bound to everything a human approved: tool, input, principal, tenant, preview. */
+export function grantCheckFor(env: GateEnv, c: Frozen, grant: ApprovalGrant, previewHash: string): GrantCheck {
+  return {
+    requestId: grant.requestId,
+    tokenHash: sha256Hex(String(grant.token)),
+    binding: { toolId: c.manifest.id, inputHash: c.inputHash, principal: c.call.principal, tenant: c.call.tenant, previewHash },
+    invocationId: c.invocationId,
+    at: env.iso(),
+  };
+}
+
+export function grantRefusal(outcome: Exclude<GrantOutcome, { status: "consumed" }>, requestId: string): ToolError {
+  switch (outcome.status) {
+    case "unknown":
+      return new ToolError("approval_unknown", `no approval request ${requestId}`);
+    case "not_granted":
+      return new ToolError("approval_invalid", `approval request ${requestId} has not been granted`);
+    case "denied":
+      return new ToolError("approval_denied", `approval request ${requestId} was denied`);
+    case "already_consumed":
+      return new ToolError("approval_consumed", `the grant for ${requestId} was already used`);
+    case "expired":
+      return new ToolError("approval_expired", `the grant for ${requestId} has expired`);
+    case "mismatch":
+      return new ToolError("approval_invalid", `the grant for ${requestId} does not match this call (${(outcome.mismatched ?? []).join(", ")} differ)`, {
+        details: { mismatched: outcome.mismatched ?? [] },
+      });
+  }
+}
+
+/** Persist a request for a human (the same call asked twice joins one request) and say so. */
+export async function requestApproval(
+  env: GateEnv,
+  c: Frozen & { readonly visibleKey: string },
+  kind: "call" | "output",
+  preview: ApprovalPreview,
+  previewHash: string,
+  findings?: readonly InjectionFinding[],
+): Promise<ApprovalRequiredResult | Refusal> {
+  const now = env.clock();
+  try {
+    const { request, receipt } = await env.journal.requestApproval({
+      id: `apr_${randomUUID()}`,
+      kind,
+      toolId: c.manifest.id,
+      inputHash: c.inputHash,
+      principal: c.call.principal,
+      tenant: c.call.tenant,
+      previewHash,
+      preview,
+      target: targetOf(env, c),
+      invocationId: c.invocationId,
+      idempotencyKey: c.visibleKey,
+      createdAt: env.iso(now),
+      expiresAt: env.iso(now + env.requestTtlMs),
+    });
+    return {
+      status: "approval_required",
+      reason: kind,
+      toolId: c.manifest.id,
+      invocationId: c.invocationId,
+      receipt,
+      requestId: request.id,
+      preview: request.preview,
+      previewHash: request.previewHash,
+      expiresAt: request.expiresAt,
+      idempotencyKey: c.visibleKey,
+      ...(findings ? { findings: findings.map((f) => ({ rule: f.rule, path: f.path })) } : {}),
+    };
+  } catch (cause) {
+    return refuse(env, c, "error", new ToolError("journal_failed", "the approval request could not be recorded", { cause }));
+  }
+}

@@ -1,0 +1,180 @@
+/** How a call ends: journaled refusals and failures, and the shapes of ok results. Everything written is redacted first. */
+import { canonicalJson } from "../canonical-json.js";
+import { ToolError, type EffectBoundary } from "../errors.js";
+import type { JournalReceipt } from "../journal/types.js";
+import { isSideEffectful, type AnyToolManifest } from "../manifest.js";
+import { fenceUntrusted, type InjectionFinding } from "../untrusted.js";
+import type { CallStart, Runnable } from "./call-state.js";
+import type { GateEnv } from "./env.js";
+import type { DeniedResult, ErrorResult, OkResult } from "./results.js";
+
+export type Refusal = DeniedResult | ErrorResult;
+
+/** Failures that may pass if the same call is tried again; a definite answer (not_found…) never does. */
+const TRANSIENT_CODES: ReadonlySet<string> = new Set(["timeout", "cancelled", "rate_limited", "provider_unavailable", "handler_failed", "journal_failed", "tool_process_dead"]);
+
+const toolIdOf = (c: CallStart): string => c.tool?.manifest.id ?? String(c.requestedId).slice(0, 128);
+
+/** Append one audit event for this call; null when the journal could not record it. */
+export async function audit(env: GateEnv, c: CallStart, type: string, data: Record<string, unknown>): Promise<JournalReceipt | null> {
+  try {
+    return await env.journal.append({
+      type,
+      at: env.iso(),
+      invocationId: c.invocationId,
+      toolId: toolIdOf(c),
+      principal: safeString(c.call?.principal),
+      tenant: safeString(c.call?.tenant),
+      data: env.redactor.redact(data),
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** Refuse before any effect: journaled as `call.refused`. */
+export async function refuse(
+  env: GateEnv,
+  c: CallStart,
+  status: "denied" | "error",
+  error: ToolError,
+  extra: { issues?: ErrorResult["issues"]; inputSchema?: ErrorResult["inputSchema"] } = {},
+): Promise<Refusal> {
+  const message = env.redactor.redactText(error.message);
+  const details = error.details === undefined ? undefined : env.redactor.redact(error.details);
+  const receipt = await audit(env, c, "call.refused", {
+    code: error.code,
+    message,
+    boundary: "pre_effect_refusal",
+    profile: c.call?.profile?.name ?? null,
+    inputHash: c.inputHash ?? null,
+    ...(extra.issues ? { issues: extra.issues } : {}),
+  });
+  const base = {
+    toolId: toolIdOf(c),
+    invocationId: c.invocationId,
+    receipt,
+    code: receipt === null ? ("journal_failed" as const) : error.code,
+    message: receipt === null ? `${message} (and the journal could not record the refusal)` : message,
+    boundary: "pre_effect_refusal" as const,
+    ...(details === undefined ? {} : { details }),
+  };
+  return status === "denied"
+    ? { status: "denied", ...base }
+    : { status: "error", ...base, retryable: false, ...(extra.issues ? { issues: extra.issues } : {}), ...(extra.inputSchema ? { inputSchema: extra.inputSchema } : {}) };
+}
+
+/** Record a failed call (in the outbox when it has an intent) and shape its result. */
+export async function settleFailure(env: GateEnv, c: Runnable, boundary: EffectBoundary, error: ToolError): Promise<ErrorResult> {
+  const { manifest } = c.tool;
+  const message = env.redactor.redactText(error.message);
+  let receipt: JournalReceipt | null;
+  if (c.intent) {
+    try {
+      receipt = await env.journal.settleIntent(c.key, {
+        state: boundary === "effect_state_unknown" ? "unknown" : "failed",
+        boundary,
+        intentHash: c.intent.intentHash,
+        invocationId: c.invocationId,
+        at: env.iso(),
+        error: { code: error.code, message },
+        audit: { durationMs: env.clock() - c.startedAt },
+      });
+    } catch {
+      receipt = null;
+    }
+  } else {
+    receipt = await audit(env, c, "call.failed", { code: error.code, message, boundary, inputHash: c.inputHash });
+  }
+  const details = error.details === undefined ? undefined : env.redactor.redact(error.details);
+  return {
+    status: "error",
+    toolId: manifest.id,
+    invocationId: c.invocationId,
+    receipt,
+    code: error.code,
+    message,
+    boundary,
+    retryable: error.retryable || (boundary !== "effect_state_unknown" && manifest.retryable && TRANSIENT_CODES.has(error.code)),
+    ...(details === undefined ? {} : { details }),
+  };
+}
+
+export function okResult(
+  c: Pick<Runnable, "tool" | "invocationId" | "visibleKey">,
+  output: unknown,
+  findings: readonly InjectionFinding[],
+  replayed: boolean,
+  receipt: JournalReceipt | null,
+  canonicalOutput?: string,
+): OkResult<unknown> {
+  const { manifest } = c.tool;
+  const json = canonicalOutput ?? canonicalJson(output ?? null);
+  return {
+    status: "ok",
+    toolId: manifest.id,
+    invocationId: c.invocationId,
+    receipt,
+    output,
+    content: manifest.untrustedOutput ? fenceUntrusted(manifest.id, json, findings).text : json,
+    untrusted: manifest.untrustedOutput,
+    findings,
+    replayed,
+    idempotencyKey: c.visibleKey,
+  };
+}
+
+/** The error for a body that threw, and where its effect stands. */
+export function thrownError(manifest: AnyToolManifest, cause: unknown): [EffectBoundary, ToolError] {
+  if (ToolError.is(cause)) return [cause.boundary ?? "effect_failed", cause];
+  const boundary: EffectBoundary = isSideEffectful(manifest.effect) ? "effect_state_unknown" : "effect_failed";
+  return [boundary, new ToolError("handler_failed", `${manifest.id} failed: ${errorText(cause).slice(0, 500)}`, { cause })];
+}
+
+/** Cancelled or past its deadline once the body had started: a write's effect may have happened. */
+export function abortedError(manifest: AnyToolManifest, why: "timeout" | "cancelled"): [EffectBoundary, ToolError] {
+  const sideEffectful = isSideEffectful(manifest.effect);
+  const boundary: EffectBoundary = sideEffectful ? "effect_state_unknown" : "effect_failed";
+  return why === "timeout"
+    ? [boundary, new ToolError("timeout", `${manifest.id} did not finish within ${manifest.timeoutMs} ms`, { retryable: !sideEffectful })]
+    : [boundary, new ToolError("cancelled", `${manifest.id} was cancelled`)];
+}
+
+/** The manifest's one-line description of a result, for the audit; null when it has none or fails. */
+export function describeOutput(manifest: AnyToolManifest, output: unknown): string | null {
+  if (!manifest.describeResult) return null;
+  try {
+    return String(manifest.describeResult(output)).slice(0, 256);
+  } catch {
+    return null;
+  }
+}
+
+/** What the call acts on (the manifest's `target`), redacted and bounded. */
+export function targetOf(env: GateEnv, c: Frozenish): string | undefined {
+  const target = c.tool.manifest.target;
+  if (!target) return undefined;
+  try {
+    return env.redactor.redactText(String(target(c.parsed))).slice(0, 256);
+  } catch {
+    return undefined;
+  }
+}
+type Frozenish = Pick<Runnable, "tool" | "parsed">;
+
+export function identity(c: Pick<Runnable, "tool" | "invocationId" | "call">) {
+  return { toolId: c.tool.manifest.id, invocationId: c.invocationId, principal: c.call.principal, tenant: c.call.tenant };
+}
+
+export function errorText(cause: unknown): string {
+  if (cause instanceof Error) return cause.message;
+  try {
+    return String(cause);
+  } catch {
+    return "unprintable error";
+  }
+}
+
+function safeString(value: unknown): string | undefined {
+  return typeof value === "string" ? value.slice(0, 256) : undefined;
+}

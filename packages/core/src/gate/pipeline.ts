@@ -1,0 +1,83 @@
+/**
+ * The gate as data: the order of a call is an array of named steps, run by one small loop. A step
+ * takes one stage of the call and returns the next, or a finished result (a refusal, a replay, an
+ * approval request). Steps that need no I/O return synchronously and cost no await.
+ */
+import type { GateEnv } from "./env.js";
+import type { InvokeResult } from "./results.js";
+import { resolve } from "./steps/resolve.js";
+import { freeze } from "./steps/freeze.js";
+import { validate } from "./steps/validate.js";
+import { policy } from "./steps/policy.js";
+import { preview } from "./steps/preview.js";
+import { deriveKey } from "./steps/derive-key.js";
+import { replayCompleted } from "./steps/replay-completed.js";
+import { approve } from "./steps/approve.js";
+import { recordIntent } from "./steps/record-intent.js";
+import { run } from "./steps/run.js";
+import { checkOutput } from "./steps/check-output.js";
+import { redactAndFence } from "./steps/redact-and-fence.js";
+import { settle } from "./steps/settle.js";
+
+type Finished = InvokeResult<unknown>;
+
+export interface Step<In, Out> {
+  readonly name: string;
+  run(call: In, env: GateEnv): Out | Finished | Promise<Out | Finished>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any step, whatever its stages
+type AnyStep = Step<any, any>;
+type In<S> = S extends Step<infer I, unknown> ? I : never;
+type Out<S> = S extends Step<never, infer O> ? O : never;
+
+/** `true` when each step accepts what the one before it returns; otherwise names the break. */
+export type Connected<S extends readonly AnyStep[]> = S extends readonly [infer A, infer B, ...infer Rest extends AnyStep[]]
+  ? [Out<A>] extends [In<B>]
+    ? Connected<[B & AnyStep, ...Rest]>
+    : { readonly brokenAfter: A }
+  : true;
+
+/** Checks at compile time that the steps connect, and keeps the array as given. */
+export function pipeline<const S extends readonly AnyStep[]>(steps: S & (Connected<S> extends true ? unknown : Connected<S>)): S {
+  return steps;
+}
+
+/** Run `steps` over `start`; the last step always finishes the call. */
+export async function runSteps(steps: readonly AnyStep[], start: unknown, env: GateEnv): Promise<Finished> {
+  let current: unknown = start;
+  for (let i = 0; i < steps.length; i++) {
+    let next: unknown = steps[i]!.run(current, env);
+    if (next instanceof Promise) next = await next;
+    if (isFinished(next)) return next;
+    current = next;
+  }
+  throw new Error(`the pipeline ${steps.map((s) => s.name).join(" → ")} ended without a result`);
+}
+
+function isFinished(value: unknown): value is Finished {
+  return typeof (value as { status?: unknown }).status === "string";
+}
+
+/**
+ * The order of every call. A completed call under the same key replays before a human is asked
+ * (no new effect happens); the grant is consumed atomically with the intent.
+ */
+export const INVOKE_STEPS = pipeline([
+  resolve,
+  freeze,
+  validate,
+  policy,
+  preview,
+  deriveKey,
+  replayCompleted,
+  approve,
+  recordIntent,
+  run,
+  checkOutput,
+  redactAndFence,
+  settle,
+]);
+
+/** The steps after the intent: shared by live calls and recovery's replay. */
+export const EFFECT_STEPS = pipeline([run, checkOutput, redactAndFence, settle]);

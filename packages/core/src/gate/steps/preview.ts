@@ -1,0 +1,90 @@
+/**
+ * Step 5: when the tool asks for a human, what they will approve. The connection is checked first
+ * (no human is asked to approve a call that could not run); the preview runs under the tool's
+ * deadline, is validated, redacted and hashed. Its `plan` reaches the body as `ctx.plan`.
+ */
+import { canonicalJson, hashCanonical } from "../../canonical-json.js";
+import { ToolError } from "../../errors.js";
+import type { PreviewContext } from "../../context.js";
+import type { ApprovalPreview } from "../../manifest.js";
+import type { Authorized, BuiltPreview, Previewed, Writable } from "../call-state.js";
+import type { InvokeResult } from "../results.js";
+import { bounded, connectorRequest, lazyConnector } from "../connector-access.js";
+import type { GateEnv } from "../env.js";
+import { errorText, identity, refuse } from "../outcomes.js";
+import type { Step } from "../pipeline.js";
+
+const MAX_PREVIEW_BYTES = 256 * 1024;
+
+export const preview: Step<Authorized, Previewed> = {
+  name: "preview",
+  run(c, env) {
+    if (!approvalRequired(c)) return c as Previewed; // approval stays undefined
+    return previewForApproval(c, env);
+  },
+};
+
+async function previewForApproval(c: Authorized, env: GateEnv): Promise<Previewed | InvokeResult<unknown>> {
+    if (c.manifest.connector && env.connectors?.check) {
+      const check = env.connectors.check.bind(env.connectors);
+      try {
+        await bounded(c, "checking the connection", (signal) => check(connectorRequest(env, c, signal)));
+      } catch (cause) {
+        return refuse(env, c, "error", ToolError.is(cause) ? cause : new ToolError("connector_unavailable", `could not check connector ${c.manifest.connector.provider}`, { cause }));
+      }
+    }
+    const built = await buildPreview(env, c);
+    if (ToolError.is(built)) return refuse(env, c, "error", built);
+    (c as Writable<Previewed>).approval = built;
+    return c as Previewed;
+}
+
+function approvalRequired(c: Authorized): boolean {
+  const rule: unknown = c.manifest.approval;
+  if (rule === "never") return false;
+  if (rule === "always") return true;
+  try {
+    return (rule as (input: unknown) => boolean)(c.parsed) !== false;
+  } catch {
+    return true; // a predicate that fails asks a human
+  }
+}
+
+async function buildPreview(env: GateEnv, c: Authorized): Promise<BuiltPreview | ToolError> {
+  const { manifest } = c;
+  try {
+    const raw = await bounded(c, "the preview", (signal) => {
+      const ctx: PreviewContext = {
+        signal,
+        effect: identity(c),
+        connector: manifest.connector ? lazyConnector(env, c, signal) : undefined,
+        workspace: env.workspace,
+      };
+      return manifest.preview!(c.parsed, ctx);
+    });
+    const problems = previewProblems(raw);
+    if (problems) return new ToolError("preview_invalid", `${manifest.id} built an invalid preview: ${problems}`);
+    const copy = JSON.parse(canonicalJson(raw)) as ApprovalPreview;
+    const shown = env.redactor.redact(copy);
+    return { preview: shown, previewHash: hashCanonical(shown), plan: copy.plan };
+  } catch (cause) {
+    if (ToolError.is(cause)) return cause;
+    return new ToolError("preview_invalid", `${manifest.id} could not build its preview: ${env.redactor.redactText(errorText(cause))}`, { cause });
+  }
+}
+
+function previewProblems(raw: unknown): string | undefined {
+  if (raw === null || typeof raw !== "object") return "a preview must be an object { summary, details?, body?, plan? }";
+  const p = raw as Partial<ApprovalPreview>;
+  if (typeof p.summary !== "string" || p.summary.trim() === "") return "summary must be a non-empty string";
+  if (p.body !== undefined && typeof p.body !== "string") return "body must be a string";
+  if (p.details !== undefined && (p.details === null || typeof p.details !== "object" || Array.isArray(p.details))) return "details must be an object";
+  let json: string;
+  try {
+    json = canonicalJson(raw);
+  } catch (cause) {
+    return `it is not plain JSON (${(cause as Error).message})`;
+  }
+  if (Buffer.byteLength(json) > MAX_PREVIEW_BYTES) return `it is larger than ${MAX_PREVIEW_BYTES} bytes`;
+  return undefined;
+}

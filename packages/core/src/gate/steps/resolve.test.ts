@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { setup, base, full } from "../fixtures/gate-harness.js";
+
+describe("gate step: resolve", () => {
+  it("1. unknown tool: refused and journaled, nothing else runs", async () => {
+    const { gate, calls, writes, journal } = setup();
+    const result = await gate.invoke("notes.does_not_exist", { id: "x" }, base);
+    expect(result).toMatchObject({ status: "error", code: "unknown_tool", boundary: "pre_effect_refusal" });
+    expect(result.receipt).not.toBeNull();
+    expect(writes()).toEqual([]);
+    expect(calls("notes.add_note")).toBe(0);
+    const events = await journal.readAudit();
+    expect(events.map((e) => e.type)).toEqual(["call.refused"]);
+    expect(events[0]!.data).toMatchObject({ code: "unknown_tool" });
+  });
+
+  it("1. an unknown id from a model cannot be a prototype key", async () => {
+    const { gate } = setup();
+    for (const id of ["__proto__", "constructor", "toString", "hasOwnProperty"]) {
+      expect(await gate.invoke(id, {}, base)).toMatchObject({ status: "error", code: "unknown_tool" });
+    }
+  });
+
+  it("malformed call options from the host are refused and journaled", async () => {
+    const { gate, journal } = setup();
+    expect(await gate.invoke("notes.word_count", { text: "a" }, { principal: "", tenant: "t", profile: full })).toMatchObject({ status: "error", code: "config_invalid" });
+    expect(await gate.invoke("notes.word_count", { text: "a" }, { ...base, idempotencyKey: "" })).toMatchObject({ status: "error", code: "config_invalid" });
+    expect((await journal.readAudit()).filter((e) => e.type === "call.refused")).toHaveLength(2);
+  });
+});

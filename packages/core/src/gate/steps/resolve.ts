@@ -1,0 +1,45 @@
+/** Step 1: the call options are well formed, the tool exists, and the call was not cancelled already. */
+import { ToolError } from "../../errors.js";
+import type { RegisteredTool } from "../../registry.js";
+import type { CallStart, Resolved, Writable } from "../call-state.js";
+import type { GateEnv } from "../env.js";
+import type { CallOptions } from "../gate.js";
+import { refuse } from "../outcomes.js";
+import type { Step } from "../pipeline.js";
+
+const MAX_KEY_LENGTH = 256;
+
+export const resolve: Step<CallStart, Resolved> = {
+  name: "resolve",
+  run(c, env) {
+    const problem = checkCallOptions(c.call);
+    if (problem) return refuse(env, c, "error", problem);
+    const tool = findTool(env, c.requestedId);
+    if (ToolError.is(tool)) return refuse(env, c, "error", tool);
+    if (c.call.signal?.aborted) return refuse(env, c, "error", new ToolError("cancelled", `${c.requestedId} was cancelled before it started`));
+    const next = c as Writable<Resolved>;
+    next.tool = tool;
+    next.manifest = tool.manifest;
+    return next;
+  },
+};
+
+export function findTool(env: GateEnv, id: unknown): RegisteredTool | ToolError {
+  const tool = typeof id === "string" ? env.tools.get(id) : undefined;
+  if (tool) return tool;
+  return new ToolError("unknown_tool", `no tool named ${JSON.stringify(String(id).slice(0, 128))}`, {
+    details: { known: [...env.tools.values()].filter((t) => t.manifest.visibility !== "hidden").map((t) => t.manifest.id) },
+  });
+}
+
+function checkCallOptions(call: CallOptions): ToolError | undefined {
+  if (!call || typeof call !== "object") return new ToolError("config_invalid", "invoke needs call options { principal, tenant, profile }");
+  const problems: string[] = [];
+  if (typeof call.principal !== "string" || call.principal === "") problems.push("principal");
+  if (typeof call.tenant !== "string" || call.tenant === "") problems.push("tenant");
+  if (!call.profile || !Array.isArray(call.profile.allow)) problems.push("profile (from defineProfile)");
+  if (call.idempotencyKey !== undefined && (typeof call.idempotencyKey !== "string" || call.idempotencyKey.length === 0 || call.idempotencyKey.length > MAX_KEY_LENGTH)) {
+    problems.push(`idempotencyKey (1–${MAX_KEY_LENGTH} characters)`);
+  }
+  return problems.length === 0 ? undefined : new ToolError("config_invalid", `invoke's call options are missing or malformed: ${problems.join(", ")}`);
+}

@@ -1,0 +1,157 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import type { ConnectorRuntime } from "../../context.js";
+import { ToolError } from "../../errors.js";
+import { defineTool } from "../../manifest.js";
+import { setup, approve, base } from "../fixtures/gate-harness.js";
+
+describe("gate step: run", () => {
+  it("8. cancellation: an aborted signal stops the call; the body sees the abort", async () => {
+    const { gate, store } = setup();
+    const controller = new AbortController();
+    const pending = gate.invoke("notes.sync_notes", { delayMs: 5000 }, { ...base, signal: controller.signal });
+    setTimeout(() => controller.abort(), 10);
+    const result = await pending;
+    expect(result).toMatchObject({ status: "error", code: "cancelled", boundary: "effect_state_unknown" });
+    expect(store.writes).toBe(0);
+    const before = new AbortController();
+    before.abort();
+    expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, { ...base, signal: before.signal, idempotencyKey: "other" })).toMatchObject({ status: "error", code: "cancelled", boundary: "pre_effect_refusal" });
+  });
+
+  it("8. a handler that ignores its deadline gets timeout + effect_state_unknown; its late result is journaled, never returned", async () => {
+    const { gate, journal } = setup();
+    const result = await gate.invoke("notes.sync_notes", { delayMs: 400, ignoreSignal: true }, { ...base, idempotencyKey: "late" });
+    expect(result).toMatchObject({ status: "error", code: "timeout", boundary: "effect_state_unknown" });
+    if (result.status !== "error") return;
+    expect(result).not.toHaveProperty("output");
+    await gate.drain();
+    const events = await journal.readAudit();
+    const late = events.find((e) => e.type === "call.late_result");
+    expect(late?.invocationId).toBe(result.invocationId);
+    expect(late?.data).toMatchObject({ late: true, valid: true });
+    // The effect did happen: a retry with the same key replays the recorded result instead of repeating it.
+    const retry = await gate.invoke("notes.sync_notes", { delayMs: 400, ignoreSignal: true }, { ...base, idempotencyKey: "late" });
+    expect(retry).toMatchObject({ status: "ok", replayed: true });
+  });
+
+  it("8. an unknown outcome of a non-idempotent tool is never repeated automatically", async () => {
+    const { gate, store } = setup();
+    const controller = new AbortController();
+    const pending = gate.invoke("notes.sync_notes", { delayMs: 5000 }, { ...base, signal: controller.signal, idempotencyKey: "u" });
+    setTimeout(() => controller.abort(), 5);
+    expect(await pending).toMatchObject({ boundary: "effect_state_unknown" });
+    const retry = await gate.invoke("notes.sync_notes", { delayMs: 0 }, { ...base, idempotencyKey: "u" });
+    expect(retry).toMatchObject({ status: "denied", code: "idempotency_conflict" });
+    const same = await gate.invoke("notes.sync_notes", { delayMs: 5000 }, { ...base, idempotencyKey: "u" });
+    expect(same).toMatchObject({ status: "denied", code: "effect_state_unknown" });
+    expect(store.writes).toBe(0);
+  });
+
+  it("8. progress events reach the caller, redacted", async () => {
+    const { gate } = setup({ secrets: ["s3cr3t-progress"] });
+    const tool = (await approve(gate, "notes.add_note", { id: "p", text: "t" })).grant;
+    const events: unknown[] = [];
+    await gate.invoke("notes.add_note", { id: "p", text: "t" }, { ...base, approval: tool, onProgress: (e) => events.push(e) });
+    expect(events).toEqual([{ message: "writing", fraction: 0.5 }]);
+  });
+
+  it("8. a handler's own ToolError keeps its code; an unclassified throw from a write is effect_state_unknown", async () => {
+    const { gate } = setup();
+    // A definite answer is not retryable, even from a tool declared retryable.
+    expect(await gate.invoke("notes.read_note", { id: "missing" }, base)).toMatchObject({ status: "error", code: "not_found", boundary: "effect_failed", retryable: false });
+    const thrower = defineTool({
+      id: "notes.explode",
+      title: "Explode",
+      description: "Throws.",
+      input: z.object({}),
+      output: z.object({}),
+      actionType: "notes-write",
+      effect: "write",
+      requiredAllowlist: ["notes:write"],
+      risk: "low",
+      approval: "never",
+      idempotent: false,
+      retryable: false,
+      reversible: false,
+      runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
+      untrustedOutput: false,
+      handler: () => {
+        throw new TypeError("socket hang up");
+      },
+    });
+    const { gate: g2 } = setup({ extraTools: [thrower] });
+    expect(await g2.invoke("notes.explode", {}, base)).toMatchObject({ status: "error", code: "handler_failed", boundary: "effect_state_unknown" });
+  });
+
+  it("connector tools: scopes are checked by the runtime before the body runs; no connector means the gate refuses to start", async () => {
+    const opened: string[][] = [];
+    const runtime: ConnectorRuntime = {
+      async open(request) {
+        opened.push([...request.scopes]);
+        if (!request.scopes.every((s) => ["mail.read"].includes(s))) {
+          throw new ToolError("scope_missing", `connection lacks ${request.scopes.filter((s) => s !== "mail.read").join(", ")}`);
+        }
+        request.registerSecret("access-token-xyz");
+        return { provider: request.provider, connectionId: "c1", scopes: request.scopes, client: async <T>() => ({ token: "access-token-xyz" }) as T };
+      },
+    };
+    const connected = (scopes: string[]) =>
+      defineTool({
+        id: `notes.remote_${scopes.length}`,
+        title: "Remote",
+        description: "Uses a connector.",
+        input: z.object({}),
+        output: z.object({ echoed: z.string() }),
+        actionType: "notes-read",
+        effect: "read",
+        requiredAllowlist: ["notes:read"],
+        risk: "low",
+        approval: "never",
+        idempotent: true,
+        retryable: true,
+        reversible: true,
+        provider: "mail",
+        connector: { provider: "mail", scopes },
+        runtimeIsolation: { network: "provider", filesystem: "none", secrets: "connector", subprocess: "none" },
+        untrustedOutput: false,
+        handler: async (_input, ctx) => ({ echoed: `token was ${(await ctx.connector!.client<{ token: string }>()).token}` }),
+      });
+    expect(() => setup({ extraTools: [connected(["mail.read"])] })).toThrow(/needs connector mail/);
+    const { gate, calls } = setup({ connectors: runtime, extraTools: [connected(["mail.read"]), connected(["mail.read", "mail.send"])] });
+    const ok = await gate.invoke("notes.remote_1", {}, base);
+    expect(ok).toMatchObject({ status: "ok", output: { echoed: "token was [REDACTED]" } });
+    expect(calls("notes.remote_1")).toBe(1);
+    const missing = await gate.invoke("notes.remote_2", {}, base);
+    expect(missing).toMatchObject({ status: "error", code: "scope_missing", boundary: "effect_not_started" });
+    expect(calls("notes.remote_2")).toBe(0);
+  });
+
+  it("a connector that never opens is cut off at the deadline; the body never runs", async () => {
+    const stuck: ConnectorRuntime = { open: () => new Promise<never>(() => undefined) };
+    const tool = defineTool({
+      id: "notes.remote_stuck",
+      title: "Remote",
+      description: "Uses a connector that hangs.",
+      input: z.object({}),
+      output: z.object({}),
+      actionType: "notes-read",
+      effect: "read",
+      requiredAllowlist: ["notes:read"],
+      risk: "low",
+      approval: "never",
+      idempotent: true,
+      retryable: true,
+      reversible: true,
+      timeoutMs: 30,
+      provider: "mail",
+      connector: { provider: "mail", scopes: ["mail.read"] },
+      runtimeIsolation: { network: "provider", filesystem: "none", secrets: "connector", subprocess: "none" },
+      untrustedOutput: false,
+      handler: () => ({}),
+    });
+    const { gate, calls } = setup({ connectors: stuck, extraTools: [tool] });
+    expect(await gate.invoke("notes.remote_stuck", {}, base)).toMatchObject({ status: "error", code: "timeout", boundary: "effect_not_started" });
+    expect(calls("notes.remote_stuck")).toBe(0);
+  });
+});
