@@ -33,7 +33,8 @@ async function connect(kind: "stdio" | "http", options: { profile?: "writer" | "
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: ["--import", `${fixtures}ts-register.mjs`, `${fixtures}serve-notes.ts`],
+        // The child runs TypeScript sources too, workspace packages included (as vitest.config.ts resolves them).
+        args: ["--conditions=@toolgate/source", "--import", `${fixtures}ts-register.mjs`, `${fixtures}serve-notes.ts`],
         env: { NOTES_PROFILE: options.profile ?? "writer" },
         stderr: "inherit",
       }),
