@@ -88,6 +88,18 @@ export type { ApprovalGrant, ApprovalDesk, GrantOptions, DenyOptions } from "./g
 
 export { createMemoryJournal } from "./journal/memory.js";
 export type { MemoryJournal, MemoryJournalOptions } from "./journal/memory.js";
+export { createJournal } from "./journal/create-journal.js";
+export type { CreateJournalOptions } from "./journal/create-journal.js";
+export type {
+  JournalDriver,
+  JournalTransaction,
+  TransactionReads,
+  OutboxClaim,
+  StoredEntry,
+  StoredRequest,
+  AuditHead,
+  ListFilter,
+} from "./journal/driver.js";
 export { verifyAuditChain, computeAuditMac, chainAuditEvent, sealAuditEvent, unsealAuditEvent, auditPayload } from "./journal/audit-chain.js";
 export type { SealedAuditEvent } from "./journal/audit-chain.js";
 export type { AuditChainVerdict, VerifyAuditChainOptions, AuditKey } from "./journal/audit-chain.js";
@@ -135,10 +147,9 @@ export {
   settledEntry,
   decidedRequest,
   joinsPendingRequest,
-  decodeEntry,
-  decodeRequest,
   auditKeyCheck,
 } from "./journal/events.js";
+export { decodeEntry, decodeRequest } from "./journal/records.js";
 
 // connectors
 export {

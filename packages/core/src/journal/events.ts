@@ -12,9 +12,9 @@ import {
 } from "./types.js";
 
 /**
- * The store kit: the audit events each journal method appends and the records it writes, shared
- * by the memory, SQLite and PostgreSQL journals so that all three keep the same trail, MAC for
- * MAC (the conformance suite compares them).
+ * The audit events each journal method appends and the records it writes, built once for
+ * `createJournal`, so every driver keeps the same trail, MAC for MAC (the conformance suite
+ * compares them).
  */
 
 export function consumedEvent(request: ApprovalRequest, check: GrantCheck): AuditEventInput {
@@ -152,19 +152,6 @@ export function requestedEvent(r: ApprovalRequest, invocationId: string, created
     tenant: r.tenant,
     data: { requestId: r.id, kind: r.kind, previewHash: r.previewHash, inputHash: r.inputHash, target: r.target ?? null, created, expiresAt: r.expiresAt },
   };
-}
-
-/** JSON drops `undefined`; these keys are required (possibly undefined) in the contract. */
-export function decodeEntry(text: string): OutboxEntry {
-  const entry = JSON.parse(text) as { target?: string | undefined };
-  if (!("target" in entry)) entry.target = undefined;
-  return entry as OutboxEntry;
-}
-
-export function decodeRequest(text: string): ApprovalRequest {
-  const request = JSON.parse(text) as { target?: string | undefined };
-  if (!("target" in request)) request.target = undefined;
-  return request as ApprovalRequest;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { hashCanonical, sha256Hex } from "../canonical-json.js";
+import { ToolError } from "../errors.js";
 import { verifyAuditChain, type AuditKey } from "../journal/audit-chain.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import type { ApprovalRequestInput, GrantCheck, IntentInput, Journal } from "../journal/types.js";
@@ -184,6 +185,35 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
       expect((await journal.listApprovals({ status: ["pending"] })).map((r) => r.id)).toEqual(["r1"]);
     }));
 
+    it("refuses a second approval request with an id already used, and keeps the first", withJournal(async ({ journal }) => {
+      const first = sampleRequest("dup");
+      await journal.requestApproval(first);
+      const again = journal.requestApproval(sampleRequest("dup", { inputHash: sha256Hex("other input") }));
+      await expect(again).rejects.toThrow(/already exists/);
+      await expect(again).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+      expect((await journal.getApproval("dup"))?.inputHash).toBe(first.inputHash);
+      expect((await journal.readAudit()).map((r) => r.type)).toEqual(["approval.requested"]);
+    }));
+
+    it("rejects every call once closed, and closes twice without harm", withJournal(async ({ journal }) => {
+      await journal.beginIntent(sampleIntent("before-close"));
+      await journal.close();
+      const calls: (() => Promise<unknown>)[] = [
+        () => journal.append({ type: "test.event", at: at(), data: {} }),
+        () => journal.readAudit(),
+        () => journal.head(),
+        () => journal.beginIntent(sampleIntent("after-close")),
+        () => journal.getIntent("before-close"),
+        () => journal.listOutbox(),
+        () => journal.claimOutbox({ states: ["pending"], updatedBefore: at(60_000), limit: 10, claimant: "w", at: at(1) }),
+        () => journal.requestApproval(sampleRequest("after-close")),
+        () => journal.getApproval("after-close"),
+        () => journal.listApprovals(),
+      ];
+      for (const call of calls) await expect(call()).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+      await journal.close();
+    }));
+
     it("decides a request once, and a mismatching check does not burn the grant", withJournal(async ({ journal }) => {
       const req = sampleRequest("r3");
       await journal.requestApproval(req);
@@ -251,6 +281,7 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
       await both((j) => j.requestApproval(req));
       await both((j) => j.requestApproval({ ...req, id: "same-r2", invocationId: "inv_join", createdAt: at(50) }));
       await both((j) => j.requestApproval(sampleRequest("same-r3", { kind: "output", target: "t3" })));
+      await both((j) => j.requestApproval(sampleRequest("same-r3", { inputHash: sha256Hex("another input") })));
       await both((j) => j.requestApproval(sampleRequest("same-r4", { expiresAt: at(100) })));
       await both((j) => j.decideApproval("same-r4", { kind: "grant", approver: "human", tokenHash: sha256Hex("t"), grantExpiresAt: at(500), at: at(200) }));
       await both((j) => j.decideApproval("same-r4", { kind: "grant", approver: "human", tokenHash: sha256Hex("t"), grantExpiresAt: at(500), at: at(200) }));
