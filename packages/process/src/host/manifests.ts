@@ -4,6 +4,7 @@ import {
   defineTool,
   hashCanonical,
   isSideEffectful,
+  RISK_LEVELS,
   TOOL_ID_MAX_LENGTH,
   TOOL_ID_PATTERN,
   ToolError,
@@ -30,12 +31,12 @@ const MAX_PREVIEW_INPUT_CHARS = 64 * 1024;
 
 /**
  * Escalations a tool asked for, by tool and input hash. A remembered one makes the gate require
- * approval for the same input; an approved run consumes it. Bounded: the oldest is forgotten.
+ * approval for the same input, with the reason in the preview and in its plan; the body knows the
+ * escalation was approved when the plan it is handed carries that reason. Bounded: the oldest is
+ * forgotten.
  */
 class Escalations {
   private readonly reasons = new Map<string, string>();
-  /** Inputs for which the gate was told approval is required because of an escalation (per call object). */
-  private readonly demanded = new WeakSet<object>();
 
   key(toolId: string, input: unknown): string {
     return `${toolId}\u0000${hashCanonical(input ?? null)}`;
@@ -51,21 +52,16 @@ class Escalations {
     return this.reasons.get(key);
   }
 
-  /** The gate asks: mark this very input object, which the gate then hands the body once a grant is checked. */
-  demand(key: string, input: unknown): boolean {
-    if (!this.reasons.has(key)) return false;
-    if (input !== null && typeof input === "object") this.demanded.add(input);
-    return true;
-  }
-
-  /** True when the gate required (and so verified) approval for this call's escalation; consumes it. */
-  consume(key: string, input: unknown): boolean {
-    if (input === null || typeof input !== "object" || !this.demanded.has(input)) return false;
-    this.demanded.delete(input);
-    this.reasons.delete(key);
-    return true;
+  /** True when a human approved this very escalation (the plan of the approved preview names it); consumes it. */
+  approvedBy(key: string, plan: unknown): boolean {
+    const reason = this.reasons.get(key);
+    const approved = reason !== undefined && escalationPlan.safeParse(plan).data?.escalation === reason;
+    if (approved) this.reasons.delete(key);
+    return approved;
   }
 }
+
+const escalationPlan = z.object({ escalation: z.string() });
 
 function warn(options: StartToolProcessOptions, message: string, tool?: string): void {
   const event = { level: "warn" as const, process: options.name, message, ...(tool === undefined ? {} : { tool }) };
@@ -88,6 +84,7 @@ function defaultPreview(toolId: string, input: unknown, escalation: string | und
     summary: escalation ? `${toolId} asks for escalation: ${escalation}` : `Run ${toolId} with the input below`,
     details: { tool: toolId, ...(escalation ? { escalation } : {}) },
     body,
+    ...(escalation ? { plan: { escalation } } : {}),
   };
 }
 
@@ -194,7 +191,7 @@ export function buildFamily(options: StartToolProcessOptions, registration: Tool
     };
     const handler = async (value: unknown, ctx: ToolContext): Promise<z.input<typeof processOutputSchema>> => {
       const key = escalations.key(id, value);
-      const approved = escalations.consume(key, value);
+      const approved = escalations.approvedBy(key, ctx.plan);
       let outcome: CallOutcome;
       try {
         outcome = await invoke(tool.name, value, ctx, approved);
@@ -218,14 +215,16 @@ export function buildFamily(options: StartToolProcessOptions, registration: Tool
         details: { escalation: reason, retry: "same input" },
       });
     };
-    // First with the operator's own rule, so core's rules (no high-risk write that never asks) judge it.
-    defineTool({ ...common, approval: operatorRule, ...(operatorPreview ? { preview: operatorPreview } : operatorRule === "never" ? {} : { preview: (i: unknown) => defaultPreview(id, i, undefined) }), handler });
+    // The approval rule is a predicate (an escalation can make any call need a human), so core's
+    // rule for an operator's "never" is applied here: a high-risk write always asks.
+    if (operatorRule === "never" && sideEffectful && RISK_LEVELS.indexOf(common.risk) >= RISK_LEVELS.indexOf("high")) {
+      throw new ToolError("manifest_invalid", `tool ${id}: a ${common.effect} tool with risk ${common.risk} cannot declare approval "never"`);
+    }
     manifests.push(
       defineTool({
         ...common,
         approval: (value: unknown) => {
-          const escalated = escalations.demand(escalations.key(id, value), value);
-          if (escalated) return true;
+          if (escalations.reason(escalations.key(id, value)) !== undefined) return true;
           if (operatorRule === "never") return false;
           if (operatorRule === "always") return true;
           return operatorRule(value);

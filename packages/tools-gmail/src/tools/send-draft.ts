@@ -6,17 +6,10 @@ import { callGoogle } from "@toolgate/connector-google";
 import { GMAIL_SCOPES, SEND_CONSENT, gmailClient, recipientAllowed, type GmailConfig } from "../options.js";
 import { addressesIn, headerOf, toMessageOutput } from "../read.js";
 
-/** Drafts as approved, per invocation: the send must carry exactly the bytes the human saw. */
-const MAX_APPROVED = 256;
+/** What the human approved and the send must match: the exact bytes of the draft they saw. */
+const planSchema = z.object({ messageSha256: z.string() });
 
 export function sendDraftTool(config: GmailConfig) {
-  const approved = new Map<string, string>();
-  const remember = (invocationId: string, digest: string): void => {
-    approved.delete(invocationId);
-    approved.set(invocationId, digest);
-    while (approved.size > MAX_APPROVED) approved.delete(approved.keys().next().value!);
-  };
-
   const fetchDraft = async (mail: gmail_v1.Gmail, draftId: string, signal: AbortSignal) => {
     const policy = { repeatable: true, write: false, signal, retry: config.retry };
     const raw = await callGoogle({ ...policy, method: "gmail.users.drafts.get" }, () => mail.users.drafts.get({ userId: "me", id: draftId, format: "raw" }, { signal }));
@@ -59,7 +52,6 @@ export function sendDraftTool(config: GmailConfig) {
       const mail = await gmailClient(config, ctx.connector);
       const draft = await fetchDraft(mail, input.draftId, ctx.signal);
       checkRecipients([...draft.to, ...draft.cc, ...draft.bcc]);
-      remember(ctx.effect.invocationId, draft.digest);
       return {
         summary: `Send draft ${input.draftId} to ${draft.to.length + draft.cc.length + draft.bcc.length} recipient(s): ${JSON.stringify(draft.subject)} (cannot be undone)`,
         details: {
@@ -72,6 +64,7 @@ export function sendDraftTool(config: GmailConfig) {
           messageSha256: draft.digest,
         },
         body: draft.text,
+        plan: { messageSha256: draft.digest },
       };
     },
     idempotent: false,
@@ -89,10 +82,9 @@ export function sendDraftTool(config: GmailConfig) {
     describeResult: (output) => `sent message ${output.messageId}`,
     handler: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);
-      const expected = approved.get(ctx.effect.invocationId);
-      approved.delete(ctx.effect.invocationId);
+      const approved = planSchema.safeParse(ctx.plan);
       const draft = await fetchDraft(mail, input.draftId, ctx.signal);
-      if (expected === undefined || expected !== draft.digest) {
+      if (!approved.success || approved.data.messageSha256 !== draft.digest) {
         throw new ToolError("conflict", `draft ${input.draftId} changed after it was approved; ask for approval again`, { boundary: "pre_effect_refusal" });
       }
       checkRecipients([...draft.to, ...draft.cc, ...draft.bcc]);
