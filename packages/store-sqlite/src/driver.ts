@@ -1,0 +1,182 @@
+import type Database from "better-sqlite3";
+import { GENESIS_MAC, ToolError, type AuditHead, type JournalDriver, type JournalTransaction, type ListFilter, type SealedAuditEvent } from "@toolgate/core";
+
+export interface SqliteDriverOptions {
+  /** Batch the transactions that arrive in the same event-loop turn into one. */
+  readonly groupCommit: boolean;
+  /** Most transactions in one batch. */
+  readonly maxBatch: number;
+}
+
+/** A failure of the database itself inside a batch run without savepoints. */
+class BatchFailure {
+  constructor(readonly cause: unknown) {}
+}
+
+interface ListParams {
+  readonly states: string | null;
+  readonly limit: number;
+}
+
+interface QueuedOp {
+  readonly run: () => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (reason: unknown) => void;
+}
+
+/**
+ * The journal's storage in one SQLite file (opened, migrated and checked by the caller). Every
+ * batch is one `BEGIN IMMEDIATE` transaction that reads the audit head and appends after it, so
+ * several processes on the same file keep one chain.
+ */
+export function sqliteDriver(db: Database.Database, path: string, options: SqliteDriverOptions): JournalDriver {
+  const sql = {
+    begin: db.prepare("BEGIN IMMEDIATE"),
+    commit: db.prepare("COMMIT"),
+    rollback: db.prepare("ROLLBACK"),
+    savepoint: db.prepare("SAVEPOINT op"),
+    release: db.prepare("RELEASE op"),
+    rollbackTo: db.prepare("ROLLBACK TO op"),
+    head: db.prepare<[], AuditHead>("SELECT seq, mac FROM audit ORDER BY seq DESC LIMIT 1"),
+    insertAudit: db.prepare("INSERT INTO audit (seq, payload, prev_mac, mac) VALUES (?, ?, ?, ?)"),
+    readAudit: db.prepare<[number, number], SealedAuditEvent>("SELECT seq, payload, prev_mac AS prevMac, mac FROM audit WHERE seq > ? ORDER BY seq LIMIT ?"),
+    getEntry: db.prepare<[string], string>("SELECT entry FROM outbox WHERE key = ?").pluck(),
+    putEntry: db.prepare(
+      `INSERT INTO outbox (key, state, updated_ms, entry) VALUES (?, ?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET state = excluded.state, updated_ms = excluded.updated_ms, entry = excluded.entry`,
+    ),
+    listEntries: db
+      .prepare<[ListParams], string>("SELECT entry FROM outbox WHERE @states IS NULL OR state IN (SELECT value FROM json_each(@states)) ORDER BY id LIMIT @limit")
+      .pluck(),
+    claimable: db
+      .prepare<[string, number, number], string>("SELECT entry FROM outbox WHERE state IN (SELECT value FROM json_each(?)) AND updated_ms < ? ORDER BY id LIMIT ?")
+      .pluck(),
+    getRequest: db.prepare<[string], string>("SELECT request FROM approvals WHERE request_id = ?").pluck(),
+    putRequest: db.prepare(
+      `INSERT INTO approvals (request_id, status, input_hash, request) VALUES (?, ?, ?, ?)
+       ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, request = excluded.request`,
+    ),
+    pending: db.prepare<[string], string>("SELECT request FROM approvals WHERE status = 'pending' AND input_hash = ? ORDER BY id").pluck(),
+    listRequests: db
+      .prepare<[ListParams], string>("SELECT request FROM approvals WHERE @states IS NULL OR status IN (SELECT value FROM json_each(@states)) ORDER BY id LIMIT @limit")
+      .pluck(),
+  };
+  const readHead = (): AuditHead => sql.head.get() ?? { seq: 0, mac: GENESIS_MAC };
+
+  // The head as the running batch left it: read when the batch takes the write lock.
+  let head: AuditHead = { seq: 0, mac: GENESIS_MAC };
+  const tx: JournalTransaction = {
+    head: () => head,
+    appendAudit(sealed) {
+      sql.insertAudit.run(sealed.seq, sealed.payload, sealed.prevMac, sealed.mac);
+      head = { seq: sealed.seq, mac: sealed.mac };
+    },
+    getEntry: (key) => sql.getEntry.get(key),
+    putEntry: (e) => void sql.putEntry.run(e.key, e.state, e.updatedMs, e.text),
+    claimable: (c) => sql.claimable.all(JSON.stringify(c.states), c.updatedBeforeMs, c.limit),
+    getRequest: (id) => sql.getRequest.get(id),
+    putRequest: (r) => void sql.putRequest.run(r.id, r.status, r.inputHash, r.text),
+    pendingRequests: (inputHash) => sql.pending.all(inputHash),
+  };
+
+  let queue: QueuedOp[] = [];
+  let scheduled = false;
+
+  const failure = (cause: unknown): ToolError =>
+    ToolError.is(cause)
+      ? cause
+      : new ToolError("journal_failed", `journal ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+          cause,
+          retryable: (cause as { code?: string } | null)?.code === "SQLITE_BUSY",
+        });
+
+  /**
+   * Run a batch in one write transaction. A refusal (a ToolError) is thrown before its op's first
+   * write, so it needs no savepoint. Any other failure (the database's own) rolls the whole batch
+   * back, which then runs again with a savepoint per op so that only the failing op fails.
+   */
+  const runBatch = (batch: readonly QueuedOp[], isolated: boolean): void => {
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    try {
+      sql.begin.run();
+      head = readHead();
+      for (const op of batch) {
+        const saved = head;
+        if (isolated) sql.savepoint.run();
+        try {
+          outcomes.push({ ok: true, value: op.run() });
+          if (isolated) sql.release.run();
+        } catch (error) {
+          if (!isolated && !ToolError.is(error)) throw new BatchFailure(error);
+          if (isolated) {
+            sql.rollbackTo.run();
+            sql.release.run();
+          }
+          head = saved;
+          outcomes.push({ ok: false, error });
+        }
+      }
+      sql.commit.run();
+    } catch (cause) {
+      try {
+        if (db.inTransaction) sql.rollback.run();
+      } catch {
+        // the connection is gone; every op in the batch is rejected below
+      }
+      if (cause instanceof BatchFailure && batch.length > 1) return runBatch(batch, true);
+      const error = failure(cause instanceof BatchFailure ? cause.cause : cause);
+      for (const op of batch) op.reject(error);
+      return;
+    }
+    batch.forEach((op, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) op.resolve(outcome.value);
+      else op.reject(failure(outcome.error));
+    });
+  };
+
+  const flush = (): void => {
+    scheduled = false;
+    while (queue.length > 0) {
+      const batch = queue.length <= options.maxBatch ? queue : queue.slice(0, options.maxBatch);
+      queue = queue.length <= options.maxBatch ? [] : queue.slice(options.maxBatch);
+      runBatch(batch, false);
+    }
+  };
+
+  const write = <T>(run: () => T): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      if (!options.groupCommit) return flush();
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    });
+
+  /** Reads see every write issued before them: behind queued writes they wait their turn. */
+  const read = <T>(run: () => T): Promise<T> => {
+    if (queue.length > 0) return write(run);
+    try {
+      return Promise.resolve(run());
+    } catch (cause) {
+      return Promise.reject(failure(cause));
+    }
+  };
+  const list = (filter: ListFilter<string>): ListParams => ({ states: filter.states === undefined ? null : JSON.stringify(filter.states), limit: filter.limit ?? -1 });
+
+  return {
+    kind: "sqlite",
+    transaction: (_reads, fn) => write(() => fn(tx)),
+    head: () => read(readHead),
+    readAudit: ({ afterSeq, limit }) => read(() => sql.readAudit.all(afterSeq, limit ?? -1)),
+    getEntry: (key) => read(() => sql.getEntry.get(key)),
+    listEntries: (filter) => read(() => sql.listEntries.all(list(filter))),
+    getRequest: (id) => read(() => sql.getRequest.get(id)),
+    listRequests: (filter) => read(() => sql.listRequests.all(list(filter))),
+    async close() {
+      flush();
+      db.close();
+    },
+  };
+}
