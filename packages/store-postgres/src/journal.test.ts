@@ -120,14 +120,6 @@ describeWithPostgres("postgres journal batches", () => {
     });
   });
 
-  it("refuse a second approval request with an id already used", async () => {
-    await withWorkers(1, async ([journal]) => {
-      await journal!.requestApproval(sampleRequest("dup"));
-      await expect(journal!.requestApproval(sampleRequest("dup", { inputHash: sha256Hex("other") }))).rejects.toThrow(/already exists/);
-      expect((await journal!.readAudit()).map((r) => r.type)).toEqual(["approval.requested"]);
-    });
-  });
-
   it("resolve each call only once its transaction committed: another pool sees it then", async () => {
     await withWorkers(2, async ([writer, observer]) => {
       const seen = await Promise.all(
