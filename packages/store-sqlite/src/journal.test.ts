@@ -116,6 +116,19 @@ describe("sqlite journal on disk", () => {
     await journal.close();
   });
 
+  it("refuses a stored row that does not match its schema, as journal_failed", async () => {
+    const path = tempFile();
+    const journal = await openSqliteJournal(path, { auditKey: KEY });
+    await journal.beginIntent(sampleIntent("k1"));
+    const raw = new Database(path);
+    raw.prepare("UPDATE outbox SET entry = json_set(entry, '$.state', 'done') WHERE key = 'k1'").run();
+    raw.close();
+    await expect(journal.getIntent("k1")).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    await expect(journal.beginIntent(sampleIntent("k1"))).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    expect((await journal.readAudit()).map((r) => r.type)).toEqual(["intent.recorded"]);
+    await journal.close();
+  });
+
   it("resolves a write only once it is committed: another handle sees it at that moment", async () => {
     const path = tempFile();
     const writer = await openSqliteJournal(path, { auditKey: KEY });

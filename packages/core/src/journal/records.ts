@@ -17,7 +17,7 @@ const ERROR_CODES = Object.keys(TOOL_ERROR_CODES) as [ToolErrorCode, ...ToolErro
 const text = z.string();
 const optionalText = text.exactOptional();
 
-const RecordedResultSchema = z.object({
+export const RecordedResultSchema = z.object({
   output: z.unknown().optional(),
   outputHash: text,
   untrusted: z.boolean(),
@@ -25,7 +25,7 @@ const RecordedResultSchema = z.object({
   heldBy: optionalText,
 });
 
-const OutboxEntrySchema = z.object({
+export const OutboxEntrySchema = z.object({
   key: text,
   invocationId: text,
   toolId: text,
@@ -48,7 +48,7 @@ const OutboxEntrySchema = z.object({
   error: z.object({ code: z.enum(ERROR_CODES), message: text }).exactOptional(),
 });
 
-const ApprovalRequestSchema = z.object({
+export const ApprovalRequestSchema = z.object({
   id: text,
   kind: z.enum(["call", "output"]),
   toolId: text,

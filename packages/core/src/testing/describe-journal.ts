@@ -214,6 +214,20 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
       await journal.close();
     }));
 
+    it("reads limits and positions as whole numbers from 0, and refuses a claim without a valid cutoff", withJournal(async ({ journal }) => {
+      for (const key of ["l1", "l2", "l3"]) await journal.beginIntent(sampleIntent(key));
+      expect(await journal.listOutbox({ limit: -1 })).toEqual([]);
+      expect((await journal.listOutbox({ limit: 2.7 })).map((e) => e.key)).toEqual(["l1", "l2"]);
+      expect((await journal.listOutbox({ limit: Number.NaN })).length).toBe(0);
+      expect((await journal.readAudit({ afterSeq: 1.5, limit: 1.5 })).map((r) => r.seq)).toEqual([2]);
+      expect((await journal.readAudit({ afterSeq: -4 })).map((r) => r.seq)).toEqual([1, 2, 3]);
+      await journal.requestApproval(sampleRequest("l-r1"));
+      expect(await journal.listApprovals({ limit: 0 })).toEqual([]);
+      expect(await journal.claimOutbox({ states: ["pending"], updatedBefore: at(60_000), limit: -1, claimant: "w", at: at(1) })).toEqual([]);
+      await expect(journal.claimOutbox({ states: ["pending"], updatedBefore: "not a time", limit: 10, claimant: "w", at: at(1) })).rejects.toThrow(/not a time/);
+      expect((await journal.head()).seq).toBe(4);
+    }));
+
     it("decides a request once, and a mismatching check does not burn the grant", withJournal(async ({ journal }) => {
       const req = sampleRequest("r3");
       await journal.requestApproval(req);
