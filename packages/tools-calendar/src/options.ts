@@ -1,6 +1,6 @@
 import { calendar, type calendar_v3 } from "@googleapis/calendar";
 import { ToolError, type ConnectorHandle, type RuntimeIsolation } from "@toolgate/core";
-import { resolveRetry, type ResolvedRetry, type RetryOptions } from "@toolgate/connector-google";
+import { resolveRetry, type ResolvedRetry, type RetryOptions } from "@toolgate/provider-call";
 
 /** Google's Calendar API host; point `rootUrl` at an emulator in tests. */
 export const CALENDAR_ROOT_URL = "https://www.googleapis.com/";

@@ -144,7 +144,7 @@ describe("gmail family through a real gate, the real client and the emulator", (
     const result = await approved(gate, "gmail.send_message", hello);
     expect(result.status).toBe("error");
     expect(result.status === "error" && result.code).toBe("scope_missing");
-    expect(result.status === "error" && result.boundary).toBe("effect_failed");
+    expect(result.status === "error" && result.boundary).toBe("effect_not_started");
     expect(harness.emulator.requests.filter((r) => r.endpoint === "gmail.users.messages.send").map((r) => r.status)).toEqual([403]);
     expect(harness.emulator.gmail.sent).toHaveLength(0);
     const everything = JSON.stringify([result, await gate.journal.readAudit()]);
@@ -238,13 +238,25 @@ describe("gmail family through a real gate, the real client and the emulator", (
     harness.emulator.inject({ kind: "rate_limit", retryAfterSeconds: 0, methods: ["gmail.users.messages.send"] });
     const refused = await approved(gate, "gmail.send_message", hello, { idempotencyKey: "send-429" });
     expect(refused.status === "error" && refused.code).toBe("rate_limited");
-    expect(refused.status === "error" && refused.boundary).toBe("effect_failed");
+    expect(refused.status === "error" && refused.boundary).toBe("effect_not_started");
     harness.emulator.inject({ kind: "server_error", status: 500, methods: ["gmail.users.messages.send"] });
     const failed = await approved(gate, "gmail.send_message", hello, { idempotencyKey: "send-500" });
     expect(failed.status === "error" && failed.code).toBe("provider_unavailable");
     expect(failed.status === "error" && failed.boundary).toBe("effect_state_unknown");
     expect(harness.emulator.requests.filter((r) => r.endpoint === "gmail.users.messages.send")).toHaveLength(2);
     expect(harness.emulator.gmail.sent).toHaveLength(0);
+  });
+
+  it("a send Google refused with 429 applied nothing: the same call, retried with its key, sends once", async () => {
+    const gate = gateWith();
+    harness.emulator.inject({ kind: "rate_limit", retryAfterSeconds: 0, methods: ["gmail.users.messages.send"] });
+    const key = { idempotencyKey: "send-after-limit" };
+    const refused = await approved(gate, "gmail.send_message", hello, key);
+    expect(refused.status === "error" && [refused.code, refused.boundary]).toEqual(["rate_limited", "effect_not_started"]);
+    expect(harness.emulator.gmail.sent).toHaveLength(0);
+    const later = await approved(gate, "gmail.send_message", hello, key);
+    expect(later.status).toBe("ok");
+    expect(harness.emulator.gmail.sent).toHaveLength(1);
   });
 
   it("maps not_found and reauth (a revoked grant) to typed errors", async () => {

@@ -1,6 +1,6 @@
 import { gmail, type gmail_v1 } from "@googleapis/gmail";
 import { ToolError, type ConnectorHandle, type RuntimeIsolation } from "@toolgate/core";
-import { resolveRetry, type ResolvedRetry, type RetryOptions } from "@toolgate/connector-google";
+import { resolveRetry, type ResolvedRetry, type RetryOptions } from "@toolgate/provider-call";
 
 /** Google's Gmail API host; point `rootUrl` at an emulator in tests. */
 export const GMAIL_ROOT_URL = "https://gmail.googleapis.com/";
