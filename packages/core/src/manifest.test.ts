@@ -47,6 +47,9 @@ describe("defineTool refuses a bad manifest with a clear message", () => {
     ["egress without class", { dataEgress: true, provider: "x" }, /needs a dataClass/],
     ["connector for another provider", { provider: "a", connector: { provider: "b", scopes: ["s"] } }, /differs from provider/],
     ["connector without scopes", { connector: { provider: "a", scopes: [] } }, /at least one scope/],
+    ["write tool without idempotent", { idempotent: undefined }, /idempotent must be true or false \(a write tool declares it\)/],
+    ["destructive tool without reversible", { effect: "destructive", reversible: undefined }, /reversible must be true or false/],
+    ["read tool with a flag that is not a boolean", { effect: "read", retryable: "yes" }, /retryable must be true or false/],
     ["missing isolation", { runtimeIsolation: { network: "none" } }, /runtimeIsolation/],
     ["bad timeout", { timeoutMs: -1 }, /timeoutMs/],
     ["no handler", { handler: undefined }, /handler must be a function/],
@@ -71,6 +74,24 @@ describe("defineTool refuses a bad manifest with a clear message", () => {
     expect("handler" in tool).toBe(false);
     expect(defineTool({ ...valid, provider: "x" }).sovereignty).toBe("connected-read");
     expect(defineTool({ ...valid, provider: "x", dataEgress: true, dataClass: "personal" }).sovereignty).toBe("connected-egress");
+  });
+
+  it("defaults a read or pure tool's execution flags to true", () => {
+    const { idempotent: _idempotent, retryable: _retryable, reversible: _reversible, ...rest } = valid;
+    for (const effect of ["read", "none"] as const) {
+      expect(defineTool({ ...rest, effect })).toMatchObject({ idempotent: true, retryable: true, reversible: true });
+    }
+    expect(defineTool({ ...rest, effect: "read", idempotent: false })).toMatchObject({ idempotent: false, retryable: true, reversible: true });
+  });
+
+  it("takes the provider from the connector", () => {
+    const connector = { provider: "mail", scopes: ["mail.read"] };
+    const tool = defineTool({ ...valid, connector });
+    expect(tool.provider).toBe("mail");
+    expect(tool.sovereignty).toBe("connected-read");
+    expect(defineTool({ ...valid, connector, dataEgress: true, dataClass: "personal" }).sovereignty).toBe("connected-egress");
+    expect(defineTool({ ...valid, connector, provider: "mail" }).provider).toBe("mail");
+    expect(defineTool(valid).provider).toBeUndefined();
   });
 });
 

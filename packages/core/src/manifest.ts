@@ -84,11 +84,14 @@ export interface ConnectorRequirement {
   readonly scopes: readonly string[];
 }
 
+/** Builds the concrete summary a human approves for one input. */
+export type PreviewFunction<TInput> = (input: TInput, ctx: PreviewContext) => ApprovalPreview | Promise<ApprovalPreview>;
+
 /**
- * Everything a tool author declares. `TInput`/`TOutput` are zod schemas; types come from them.
- * See DESIGN.md's table for the meaning of each field.
+ * The fields every tool declares, whatever its effect and approval rule. `TInput`/`TOutput` are
+ * zod schemas; types come from them. See DESIGN.md's table for the meaning of each field.
  */
-export interface ToolDefinition<
+export interface ToolFields<
   TId extends string,
   TInput extends z.ZodType,
   TOutput extends z.ZodType,
@@ -102,20 +105,16 @@ export interface ToolDefinition<
   readonly input: TInput;
   readonly output: TOutput;
   readonly actionType: ActionType;
-  readonly effect: Effect;
   /** Permission tokens; the profile must hold every one. */
   readonly requiredAllowlist: readonly TToken[];
   readonly risk: RiskLevel;
   readonly visibility?: Visibility;
-  readonly approval: ApprovalRule<z.output<TInput>>;
-  /** Required whenever approval can be required: the concrete summary a human approves. */
-  readonly preview?: (input: z.output<TInput>, ctx: PreviewContext) => ApprovalPreview | Promise<ApprovalPreview>;
-  readonly idempotent: boolean;
-  readonly retryable: boolean;
-  readonly reversible: boolean;
   /** Deadline for the handler; the signal aborts at this point. Default 30 s. */
   readonly timeoutMs?: number;
-  /** Set when the call crosses a trust boundary (e.g. `google`, `notion`). */
+  /**
+   * Set when the call crosses a trust boundary (e.g. `google`, `notion`). Defaults to
+   * `connector.provider`; a tool with a connector need not write it again.
+   */
   readonly provider?: string;
   /** True when the caller's data leaves for the provider. */
   readonly dataEgress?: boolean;
@@ -130,9 +129,63 @@ export interface ToolDefinition<
   readonly target?: (input: z.output<TInput>) => string;
   /** Short, secret-free description of the result, for audit. */
   readonly describeResult?: (output: z.output<TOutput>) => string;
-  /** The body. Reachable only through the gate. */
+}
+
+/**
+ * When a human must approve, checked by the compiler: `approval: "always"` or a predicate needs a
+ * `preview`; only `approval: "never"` may leave it out.
+ */
+export type ApprovalFields<TInput> =
+  | {
+      readonly approval: "never";
+      readonly preview?: PreviewFunction<TInput>;
+    }
+  | {
+      readonly approval: Exclude<ApprovalRule<TInput>, "never">;
+      /** Required whenever approval can be required: the concrete summary a human approves. */
+      readonly preview: PreviewFunction<TInput>;
+    };
+
+/**
+ * What a repeat, a retry or an undo means for the tool. A `write` or `destructive` tool declares
+ * every flag; a `read` or `none` tool may leave them out, and each defaults to `true`. (The first
+ * member admits any effect, so an effect only known as `Effect` compiles when every flag is set.)
+ */
+export type ExecutionFields =
+  | {
+      readonly effect: Effect;
+      /** The same call under the same idempotency key has its effect once: recovery may replay it. */
+      readonly idempotent: boolean;
+      /** A call that failed may be tried again. */
+      readonly retryable: boolean;
+      /** The effect can be undone. */
+      readonly reversible: boolean;
+    }
+  | {
+      readonly effect: "none" | "read";
+      /** Default `true`. */
+      readonly idempotent?: boolean;
+      /** Default `true`. */
+      readonly retryable?: boolean;
+      /** Default `true`. */
+      readonly reversible?: boolean;
+    };
+
+/** The body. Reachable only through the gate. */
+export interface ToolBody<TInput extends z.ZodType, TOutput extends z.ZodType> {
   readonly handler: (input: z.output<TInput>, ctx: ToolContext) => Promise<z.input<TOutput>> | z.input<TOutput>;
 }
+
+/**
+ * Everything a tool author declares: the common fields, an approval rule with the preview it
+ * needs, the effect with the execution flags it needs, and the body.
+ */
+export type ToolDefinition<
+  TId extends string,
+  TInput extends z.ZodType,
+  TOutput extends z.ZodType,
+  TToken extends string,
+> = ToolFields<TId, TInput, TOutput, TToken> & ApprovalFields<z.output<TInput>> & ExecutionFields & ToolBody<TInput, TOutput>;
 
 /**
  * A defined tool. The handler is held privately: nothing on this object, or anything derived from
@@ -143,7 +196,13 @@ export interface ToolManifest<
   TInput extends z.ZodType = z.ZodType,
   TOutput extends z.ZodType = z.ZodType,
   TToken extends string = string,
-> extends Omit<ToolDefinition<TId, TInput, TOutput, TToken>, "handler"> {
+> extends ToolFields<TId, TInput, TOutput, TToken> {
+  readonly effect: Effect;
+  readonly approval: ApprovalRule<z.output<TInput>>;
+  readonly preview?: PreviewFunction<z.output<TInput>>;
+  readonly idempotent: boolean;
+  readonly retryable: boolean;
+  readonly reversible: boolean;
   readonly visibility: Visibility;
   readonly timeoutMs: number;
   readonly dataEgress: boolean;
@@ -209,14 +268,20 @@ export function defineTool<
     );
   }
   const { handler, ...rest } = definition;
+  const provider = providerOf(definition);
   const manifest = {
     ...rest,
+    // A write tool that left one out was refused above; a read or pure tool defaults to true.
+    idempotent: definition.idempotent ?? true,
+    retryable: definition.retryable ?? true,
+    reversible: definition.reversible ?? true,
+    ...(provider === undefined ? {} : { provider }),
     visibility: definition.visibility ?? "default",
     timeoutMs: definition.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     dataEgress: definition.dataEgress ?? false,
     requiredAllowlist: Object.freeze([...definition.requiredAllowlist]),
     requiredConsent: Object.freeze([...(definition.requiredConsent ?? [])]),
-    sovereignty: sovereigntyOf(definition),
+    sovereignty: sovereigntyOf({ provider, dataEgress: definition.dataEgress }),
     runtimeIsolation: Object.freeze({ ...definition.runtimeIsolation }),
     ...(definition.connector
       ? { connector: Object.freeze({ provider: definition.connector.provider, scopes: Object.freeze([...definition.connector.scopes]) }) }
@@ -227,9 +292,27 @@ export function defineTool<
   return manifest;
 }
 
+/** The provider a tool crosses to: its own `provider`, else its connector's. */
+function providerOf(d: { readonly provider?: string | undefined; readonly connector?: ConnectorRequirement | undefined }): string | undefined {
+  return d.provider ?? d.connector?.provider;
+}
+
 const nonEmpty = (value: unknown): boolean => typeof value === "string" && value.trim().length > 0;
 
-function manifestProblems(d: ToolDefinition<string, z.ZodType, z.ZodType, string>): string[] {
+/** A definition as the run-time check sees it: the compiler's rules may have been bypassed. */
+type UncheckedDefinition = Omit<ToolFields<string, z.ZodType, z.ZodType, string>, "target" | "describeResult"> & {
+  readonly effect: Effect;
+  readonly approval: unknown;
+  readonly preview?: unknown;
+  readonly idempotent?: unknown;
+  readonly retryable?: unknown;
+  readonly reversible?: unknown;
+  readonly handler: unknown;
+  readonly target?: unknown;
+  readonly describeResult?: unknown;
+};
+
+function manifestProblems(d: UncheckedDefinition): string[] {
   const problems: string[] = [];
   if (typeof d.id !== "string" || !TOOL_ID_PATTERN.test(d.id)) {
     problems.push(`id must match ${TOOL_ID_PATTERN} (family.verb_noun)`);
@@ -271,14 +354,16 @@ function manifestProblems(d: ToolDefinition<string, z.ZodType, z.ZodType, string
   if (approval === "never" && (d.effect === "write" || d.effect === "destructive") && riskRank(d.risk) >= riskRank("high")) {
     problems.push(`a ${d.effect} tool with risk ${d.risk} cannot declare approval "never"`);
   }
-  for (const flag of ["idempotent", "retryable", "reversible", "untrustedOutput"] as const) {
-    if (typeof d[flag] !== "boolean") problems.push(`${flag} must be true or false`);
+  for (const flag of ["idempotent", "retryable", "reversible"] as const) {
+    if (d[flag] === undefined && !isSideEffectful(d.effect)) continue;
+    if (typeof d[flag] !== "boolean") problems.push(`${flag} must be true or false${d[flag] === undefined ? ` (a ${d.effect} tool declares it)` : ""}`);
   }
+  if (typeof d.untrustedOutput !== "boolean") problems.push("untrustedOutput must be true or false");
   if (d.timeoutMs !== undefined && (!Number.isInteger(d.timeoutMs) || d.timeoutMs <= 0 || d.timeoutMs > 3_600_000)) {
     problems.push("timeoutMs must be a whole number of milliseconds between 1 and 3,600,000");
   }
   if (d.provider !== undefined && !nonEmpty(d.provider)) problems.push("provider must be a non-empty string when set");
-  if (d.dataEgress && !d.provider) problems.push("dataEgress needs a provider: egress to whom?");
+  if (d.dataEgress && !providerOf(d)) problems.push("dataEgress needs a provider: egress to whom?");
   if (d.dataEgress && d.dataClass === undefined) problems.push("dataEgress needs a dataClass so profiles can allow or refuse it");
   if (d.dataClass !== undefined && !(DATA_CLASSES as readonly string[]).includes(d.dataClass)) {
     problems.push(`dataClass must be one of ${DATA_CLASSES.join(", ")}`);

@@ -324,10 +324,12 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       effect: d.effect,
       requiredAllowlist: d.requiredAllowlist,
       risk: d.risk,
-      approval: d.approval,
       ...(d.approval === "never"
-        ? {}
-        : { preview: d.preview ?? ((args: Record<string, unknown>) => ({ summary: `Call ${name} on the MCP server ${o.name}`, details: { tool: name, arguments: args } })) }),
+        ? { approval: d.approval }
+        : {
+            approval: d.approval,
+            preview: d.preview ?? ((args: Record<string, unknown>) => ({ summary: `Call ${name} on the MCP server ${o.name}`, details: { tool: name, arguments: args } })),
+          }),
       idempotent: d.idempotent ?? false,
       retryable: d.retryable ?? false,
       reversible: d.reversible ?? false,
