@@ -2,10 +2,11 @@
 // `toolgate docs --out docs/tools` renders docs/tools/*.md from it; CI runs `toolgate docs --check`.
 import { createConnectorRuntime, createMemoryVault, defineProfile } from "@toolgate/core";
 import { createGoogleConnector } from "@toolgate/connector-google";
+import { createNotionConnector } from "@toolgate/connector-notion";
 import { startToolProcess } from "@toolgate/process";
 import { createCalendarTools } from "@toolgate/tools-calendar";
 import { createGmailTools, SEND_CONSENT } from "@toolgate/tools-gmail";
-import { createNotionConnector, createNotionTools, NOTION_WRITE_CONSENT } from "@toolgate/tools-notion";
+import { createNotionTools, NOTION_WRITE_CONSENT } from "@toolgate/tools-notion";
 import { createRepoTools } from "@toolgate/tools-repo";
 
 export default {

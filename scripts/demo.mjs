@@ -15,12 +15,13 @@ import {
   verifyAuditChain,
 } from "@toolgate/core";
 import { createGoogleConnector } from "@toolgate/connector-google";
+import { createNotionConnector, notionIntegrationTokens } from "@toolgate/connector-notion";
 import { startGoogleEmulator, startNotionEmulator } from "@toolgate/emulators";
 import { startToolProcess } from "@toolgate/process";
 import { openSqliteJournal } from "@toolgate/store-sqlite";
 import { createCalendarTools } from "@toolgate/tools-calendar";
 import { createGmailTools, GMAIL_SCOPES, SEND_CONSENT } from "@toolgate/tools-gmail";
-import { createNotionConnector, createNotionTools, notionIntegrationTokens, NOTION_WRITE_CONSENT } from "@toolgate/tools-notion";
+import { createNotionTools, NOTION_WRITE_CONSENT } from "@toolgate/tools-notion";
 import { createRepoTools } from "@toolgate/tools-repo";
 import { OAuth2Client } from "google-auth-library";
 

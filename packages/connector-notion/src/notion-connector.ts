@@ -54,8 +54,8 @@ export interface NotionAccess {
  * - OAuth connections come from Notion's token exchange (`exchangeNotionCode`); `refresh` runs the
  *   `refresh_token` grant through the client's own `oauth.token` and reports failures from the
  *   HTTP status and the OAuth error code only — never from the response body.
- * - `createClient` returns a `NotionAccess` whose clients have retries turned off: the tools retry
- *   themselves, honouring `Retry-After` within their own bounds and the call's signal.
+ * - `createClient` returns a `NotionAccess` whose clients have retries turned off: requests go
+ *   through `callNotion`, which retries within the family's bounds and the call's signal.
  *
  * ```ts
  * const runtime = createConnectorRuntime({
@@ -88,12 +88,7 @@ export function createNotionConnector(options: NotionConnectorOptions = {}): Con
           grant_type: "refresh_token",
           refresh_token: request.refreshToken,
         });
-        return {
-          accessToken: answer.access_token,
-          ...(answer.refresh_token ? { refreshToken: answer.refresh_token } : {}),
-          expiresAt: NEVER_EXPIRES,
-          tokenType: "Bearer",
-        };
+        return tokensOf(answer);
       } catch (error) {
         throw classifyTokenError(error);
       }
@@ -143,19 +138,18 @@ export async function exchangeNotionCode(options: ExchangeNotionCodeOptions): Pr
       code: options.code,
       ...(options.redirectUri === undefined ? {} : { redirect_uri: options.redirectUri }),
     });
-    return {
-      accessToken: answer.access_token,
-      ...(answer.refresh_token ? { refreshToken: answer.refresh_token } : {}),
-      expiresAt: NEVER_EXPIRES,
-      scopes: [...options.capabilities],
-      tokenType: "Bearer",
-    };
+    return { ...tokensOf(answer), scopes: [...options.capabilities] };
   } catch (error) {
     const failure = classifyTokenError(error);
     throw new ToolError(failure.reason === "unavailable" ? "provider_unavailable" : "provider_rejected", `Notion refused the code exchange: ${failure.message}`, {
       retryable: failure.reason === "unavailable",
     });
   }
+}
+
+/** The token set in an answer of Notion's token endpoint; Notion's OAuth tokens do not expire. */
+function tokensOf(answer: { readonly access_token: string; readonly refresh_token?: string | null }): Omit<TokenSet, "scopes"> & RefreshedTokens {
+  return { accessToken: answer.access_token, ...(answer.refresh_token ? { refreshToken: answer.refresh_token } : {}), expiresAt: NEVER_EXPIRES, tokenType: "Bearer" };
 }
 
 function classifyTokenError(error: unknown): TokenRefreshError {

@@ -55,7 +55,7 @@ function plantSecret(toolId: string, secret: string): unknown {
   }
 }
 
-describeToolFamily(createNotionTools({ sleep: async () => undefined }), {
+describeToolFamily(createNotionTools({ retry: { sleep: async () => undefined } }), {
   makeContext: async () => {
     world = await startNotionWorld();
     world.emulator.seedPage({ id: PAGE, title: "Conformance page", sharedWith: ["agent"] });

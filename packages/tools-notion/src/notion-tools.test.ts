@@ -13,7 +13,8 @@ import {
 } from "@toolgate/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { AGENT_TOKEN, SECRET_TITLE, startNotionWorld, type NotionWorld } from "./fixtures/notion-world.js";
-import { createMarker, createNotionConnector, createNotionTools, exchangeNotionCode, NOTION_CAPABILITIES, NOTION_WRITE_CONSENT, notionIntegrationTokens } from "./index.js";
+import { createNotionConnector, exchangeNotionCode } from "@toolgate/connector-notion";
+import { createMarker, createNotionTools, NOTION_WRITE_CONSENT } from "./index.js";
 
 const principal = "agent-1";
 const tenant = "acme";
@@ -42,7 +43,7 @@ interface Setup {
 async function setup(options: Parameters<typeof startNotionWorld>[0] & { journal?: Journal; maxDelayMs?: number } = {}): Promise<Setup> {
   world = await startNotionWorld(options);
   const sleeps: number[] = [];
-  const family = createNotionTools({ sleep: async (ms) => void sleeps.push(ms), ...(options.maxDelayMs === undefined ? {} : { retry: { maxDelayMs: options.maxDelayMs } }) });
+  const family = createNotionTools({ retry: { sleep: async (ms) => void sleeps.push(ms), ...(options.maxDelayMs === undefined ? {} : { maxDelayMs: options.maxDelayMs }) } });
   const gate = createGate({
     registry: createToolRegistry({ families: [family] }),
     journal: options.journal ?? createMemoryJournal(),
@@ -389,11 +390,5 @@ describe("notion family: every tool end to end", () => {
     await vault.writeTokens("notion-oauth", { ...stored!, expiresAt: 0, refreshToken: "nrt_revoked" });
     const revoked = await gate.invoke("notion.read_page", { pageId: world.ids.notes }, { principal, tenant, profile });
     expect(revoked.status === "error" && revoked.code).toBe("connector_reauth_required");
-  });
-
-  it("stores an integration token that never expires", () => {
-    const tokens = notionIntegrationTokens({ token: "ntn_example_token", capabilities: [...NOTION_CAPABILITIES] });
-    expect(tokens.refreshToken).toBeUndefined();
-    expect(tokens.expiresAt).toBe(Number.MAX_SAFE_INTEGER);
   });
 });

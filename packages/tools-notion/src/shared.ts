@@ -1,9 +1,9 @@
 import type { DataSourceObjectResponse, PageObjectResponse, RichTextItemResponse } from "@notionhq/client";
 import { ToolError, type RuntimeIsolation } from "@toolgate/core";
+import { resolveRetry, type ResolvedRetry, type RetryOptions } from "@toolgate/provider-call";
 import { z } from "zod";
-import { NOTION_PROVIDER, type NotionCapability } from "./connector.js";
+import { NOTION_PROVIDER, type NotionCapability } from "@toolgate/connector-notion";
 import { plainRichText, type RichTextRequest } from "./markdown.js";
-import { defaultSleep, type RetrySettings } from "./notion-call.js";
 
 /** Options of `createNotionTools`. */
 export interface NotionToolsOptions {
@@ -16,10 +16,8 @@ export interface NotionToolsOptions {
   readonly maxReadBlocks?: number;
   /** How deep `notion.read_page` follows nested children; default 3. */
   readonly maxReadDepth?: number;
-  /** Retries after a 429 (honouring `Retry-After`) or a read's 5xx. */
-  readonly retry?: { readonly maxRetries?: number; readonly maxDelayMs?: number };
-  /** How the tools wait before a retry; default a timer that stops on the call's signal. */
-  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Retries after a 429 (honouring `Retry-After`), or a read's 5xx or lost answer; `maxDelayMs` defaults to 30 s. */
+  readonly retry?: RetryOptions;
 }
 
 /** Resolved options, shared by the tools of one family. */
@@ -27,7 +25,7 @@ export interface NotionSettings {
   readonly markerProperty: string;
   readonly maxReadBlocks: number;
   readonly maxReadDepth: number;
-  readonly retry: RetrySettings;
+  readonly retry: ResolvedRetry;
 }
 
 export function resolveSettings(options: NotionToolsOptions = {}): NotionSettings {
@@ -42,11 +40,7 @@ export function resolveSettings(options: NotionToolsOptions = {}): NotionSetting
     markerProperty,
     maxReadBlocks: int(options.maxReadBlocks, 1000, 1, 100_000, "maxReadBlocks"),
     maxReadDepth: int(options.maxReadDepth, 3, 0, 10, "maxReadDepth"),
-    retry: {
-      maxRetries: int(options.retry?.maxRetries, 2, 0, 10, "retry.maxRetries"),
-      maxDelayMs: int(options.retry?.maxDelayMs, 30_000, 0, 600_000, "retry.maxDelayMs"),
-      sleep: options.sleep ?? defaultSleep,
-    },
+    retry: resolveRetry(options.retry, { maxDelayMs: 30_000 }),
   };
 }
 

@@ -1,7 +1,7 @@
 import { defineTool, ToolError } from "@toolgate/core";
 import { z } from "zod";
 import { chunkBlocks, markdownToBlocks } from "../markdown.js";
-import { notionCaller } from "../notion-call.js";
+import { notionCaller } from "../client.js";
 import { connector, isolation, NOTION_WRITE_CONSENT, notionId, type NotionSettings } from "../shared.js";
 
 export function createAppendBlocksTool(settings: NotionSettings) {

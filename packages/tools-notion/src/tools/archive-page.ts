@@ -1,7 +1,7 @@
 import { isFullPage } from "@notionhq/client";
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { notionCaller } from "../notion-call.js";
+import { notionCaller } from "../client.js";
 import { connector, isolation, notionId, type NotionSettings } from "../shared.js";
 
 export function createArchivePageTool(settings: NotionSettings) {

@@ -1,7 +1,7 @@
 import { isFullPage } from "@notionhq/client";
 import { defineTool, ToolError } from "@toolgate/core";
 import { z } from "zod";
-import { notionCaller, type NotionCaller } from "../notion-call.js";
+import { notionCaller, type NotionCaller } from "../client.js";
 import { connector, isolation, notionId, pageSummary, summarizePage, type NotionSettings } from "../shared.js";
 
 const sort = z.union([

@@ -2,7 +2,7 @@ import { isFullBlock, isFullPage, type Client } from "@notionhq/client";
 import { defineTool, ToolError } from "@toolgate/core";
 import { z } from "zod";
 import { blocksToMarkdown, type BlockNode } from "../markdown.js";
-import { notionCaller, type NotionCaller } from "../notion-call.js";
+import { notionCaller, type NotionCaller } from "../client.js";
 import { connector, isolation, notionId, pageSummary, summarizePage, type NotionSettings } from "../shared.js";
 
 /** Blocks whose children are other pages or databases: read separately, never inlined. */

@@ -1,7 +1,7 @@
 import { isFullDataSource, isFullPage } from "@notionhq/client";
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { notionCaller } from "../notion-call.js";
+import { notionCaller } from "../client.js";
 import { connector, dataSourceTitle, isolation, titleOf, type NotionSettings } from "../shared.js";
 
 export function createSearchTool(settings: NotionSettings) {

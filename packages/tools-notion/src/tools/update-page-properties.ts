@@ -1,7 +1,7 @@
 import { isFullPage } from "@notionhq/client";
 import { defineTool, ToolError } from "@toolgate/core";
 import { z } from "zod";
-import { notionCaller } from "../notion-call.js";
+import { notionCaller } from "../client.js";
 import { connector, isolation, NOTION_WRITE_CONSENT, notionId, propertyInput, propertyRequest, type NotionSettings } from "../shared.js";
 
 export function createUpdatePagePropertiesTool(settings: NotionSettings) {
