@@ -1,7 +1,8 @@
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile, recoverOutbox, type CallOptions, type ConnectorRuntime, type Journal } from "@toolgate/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createGmailTools, GMAIL_PERMISSIONS } from "./gmail-tools.js";
-import { GMAIL_SCOPES, SEND_CONSENT, type GmailToolsOptions } from "./options.js";
+import { createGmailTools } from "./gmail-tools.js";
+import { GMAIL_PERMISSIONS, GMAIL_SCOPES, SEND_CONSENT } from "./permissions.js";
+import type { GmailToolsOptions } from "./options.js";
 import { MAILBOX, OWNER, startHarness, type Harness } from "./fixtures/harness.js";
 
 const profile = defineProfile({ name: "assistant", allow: [...GMAIL_PERMISSIONS], maxRisk: "high", consents: [SEND_CONSENT], egress: ["personal"] });

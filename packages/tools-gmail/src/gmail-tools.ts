@@ -1,5 +1,6 @@
 import { defineFamily } from "@toolgate/core";
 import { resolveOptions, type GmailToolsOptions } from "./options.js";
+import { GMAIL_PERMISSIONS } from "./permissions.js";
 import { createDraftTool } from "./tools/create-draft.js";
 import { listLabelsTool } from "./tools/list-labels.js";
 import { modifyLabelsTool } from "./tools/modify-labels.js";
@@ -9,9 +10,6 @@ import { searchMessagesTool } from "./tools/search-messages.js";
 import { sendDraftTool } from "./tools/send-draft.js";
 import { sendMessageTool } from "./tools/send-message.js";
 import { trashMessageTool } from "./tools/trash-message.js";
-
-/** The family's permission tokens. */
-export const GMAIL_PERMISSIONS = ["gmail:read", "gmail:compose", "gmail:send", "gmail:modify"] as const;
 
 /**
  * The Gmail family, for `createToolRegistry({ families })`.

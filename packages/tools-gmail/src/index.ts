@@ -1,4 +1,6 @@
-export { createGmailTools, GMAIL_PERMISSIONS } from "./gmail-tools.js";
-export { GMAIL_ROOT_URL, GMAIL_SCOPES, SEND_CONSENT } from "./options.js";
+export { createGmailTools } from "./gmail-tools.js";
+export { GMAIL_PERMISSIONS, GMAIL_SCOPES, SEND_CONSENT } from "./permissions.js";
+export type { GmailPermission } from "./permissions.js";
+export { GMAIL_ROOT_URL } from "./options.js";
 export type { GmailToolsOptions } from "./options.js";
 export type { RetryOptions } from "@toolgate/provider-call";

@@ -1,5 +1,4 @@
-import { gmail, type gmail_v1 } from "@googleapis/gmail";
-import { ToolError, type ConnectorHandle, type RuntimeIsolation } from "@toolgate/core";
+import { ToolError, type RuntimeIsolation } from "@toolgate/core";
 import { resolveRetry, type ResolvedRetry, type RetryOptions } from "@toolgate/provider-call";
 
 /** Google's Gmail API host; point `rootUrl` at an emulator in tests. */
@@ -107,21 +106,3 @@ export function recipientAllowed(config: GmailConfig, address: string): boolean 
   const domain = lower.slice(lower.lastIndexOf("@") + 1);
   return config.allowlist.addresses.has(lower) || config.allowlist.domains.has(domain);
 }
-
-/** The authorized Gmail client for a call; the library's own retries are off (the family retries). */
-export async function gmailClient(config: GmailConfig, connector: ConnectorHandle | undefined): Promise<gmail_v1.Gmail> {
-  if (!connector) throw new ToolError("connector_unavailable", "the Gmail tools need a Google connector", { boundary: "effect_not_started" });
-  const auth = await connector.client<NonNullable<gmail_v1.Options["auth"]>>();
-  return gmail({ version: "v1", auth, rootUrl: config.rootUrl, retry: false });
-}
-
-/** Google OAuth scopes the family's tools declare (the narrowest each needs). */
-export const GMAIL_SCOPES = {
-  readonly: "https://www.googleapis.com/auth/gmail.readonly",
-  compose: "https://www.googleapis.com/auth/gmail.compose",
-  send: "https://www.googleapis.com/auth/gmail.send",
-  modify: "https://www.googleapis.com/auth/gmail.modify",
-} as const;
-
-/** The consent a profile must hold before any tool sends mail in the owner's name. */
-export const SEND_CONSENT = "send-email-on-my-behalf";

@@ -2,7 +2,9 @@ import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { buildRaw, composeSchema, recipientsOf } from "../compose.js";
 import { callGoogle } from "@toolgate/connector-google";
-import { GMAIL_SCOPES, gmailClient, type GmailConfig } from "../options.js";
+import { GMAIL_SCOPES } from "../permissions.js";
+import { gmailClient } from "../client.js";
+import type { GmailConfig } from "../options.js";
 
 export function createDraftTool(config: GmailConfig) {
   return defineTool({

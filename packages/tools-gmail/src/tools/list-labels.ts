@@ -1,7 +1,9 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { callGoogle } from "@toolgate/connector-google";
-import { GMAIL_SCOPES, gmailClient, type GmailConfig } from "../options.js";
+import { GMAIL_SCOPES } from "../permissions.js";
+import { gmailClient } from "../client.js";
+import type { GmailConfig } from "../options.js";
 
 export function listLabelsTool(config: GmailConfig) {
   return defineTool({

@@ -3,7 +3,9 @@ import { ToolError, defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { idSchema, sha256 } from "../compose.js";
 import { callGoogle } from "@toolgate/connector-google";
-import { GMAIL_SCOPES, SEND_CONSENT, gmailClient, recipientAllowed, type GmailConfig } from "../options.js";
+import { GMAIL_SCOPES, SEND_CONSENT } from "../permissions.js";
+import { gmailClient } from "../client.js";
+import { recipientAllowed, type GmailConfig } from "../options.js";
 import { addressesIn, headerOf, toMessageOutput } from "../read.js";
 
 /** What the human approved and the send must match: the exact bytes of the draft they saw. */

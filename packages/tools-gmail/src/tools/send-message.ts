@@ -2,7 +2,9 @@ import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { buildRaw, composePreviewDetails, composeSchema, recipientsOf } from "../compose.js";
 import { callGoogle } from "@toolgate/connector-google";
-import { GMAIL_SCOPES, SEND_CONSENT, gmailClient, type GmailConfig } from "../options.js";
+import { GMAIL_SCOPES, SEND_CONSENT } from "../permissions.js";
+import { gmailClient } from "../client.js";
+import type { GmailConfig } from "../options.js";
 
 export function sendMessageTool(config: GmailConfig) {
   return defineTool({
