@@ -1,8 +1,9 @@
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile, recoverOutbox, type CallOptions, type ConnectorRuntime, type Journal } from "@toolgate/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createCalendarTools, CALENDAR_PERMISSIONS } from "./calendar-tools.js";
+import { createCalendarTools } from "./calendar-tools.js";
+import { CALENDAR_PERMISSIONS, CALENDAR_SCOPES } from "./permissions.js";
+import type { CalendarToolsOptions } from "./options.js";
 import { eventIdFor } from "./events.js";
-import { CALENDAR_SCOPES, type CalendarToolsOptions } from "./options.js";
 import { startHarness, type Harness } from "./fixtures/harness.js";
 
 const profile = defineProfile({ name: "assistant", allow: [...CALENDAR_PERMISSIONS], maxRisk: "high", egress: ["personal"] });

@@ -1,5 +1,6 @@
 import { defineFamily } from "@toolgate/core";
 import { resolveOptions, type CalendarToolsOptions } from "./options.js";
+import { CALENDAR_PERMISSIONS } from "./permissions.js";
 import { createEventTool } from "./tools/create-event.js";
 import { deleteEventTool } from "./tools/delete-event.js";
 import { freeBusyTool } from "./tools/free-busy.js";
@@ -7,9 +8,6 @@ import { getEventTool } from "./tools/get-event.js";
 import { listCalendarsTool } from "./tools/list-calendars.js";
 import { listEventsTool } from "./tools/list-events.js";
 import { updateEventTool } from "./tools/update-event.js";
-
-/** The family's permission tokens. */
-export const CALENDAR_PERMISSIONS = ["calendar:read", "calendar:write"] as const;
 
 /**
  * The Google Calendar family, for `createToolRegistry({ families })`.

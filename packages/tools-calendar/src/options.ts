@@ -1,5 +1,4 @@
-import { calendar, type calendar_v3 } from "@googleapis/calendar";
-import { ToolError, type ConnectorHandle, type RuntimeIsolation } from "@toolgate/core";
+import { ToolError, type RuntimeIsolation } from "@toolgate/core";
 import { resolveRetry, type ResolvedRetry, type RetryOptions } from "@toolgate/provider-call";
 
 /** Google's Calendar API host; point `rootUrl` at an emulator in tests. */
@@ -47,16 +46,3 @@ export function resolveOptions(options: CalendarToolsOptions = {}): CalendarConf
     isolation: { network: "provider", filesystem: "none", secrets: "connector", subprocess: "none", notes: `Calendar API at ${url.origin} through the connector's OAuth client` },
   };
 }
-
-/** The authorized Calendar client for a call; the library's own retries are off (the family retries). */
-export async function calendarClient(config: CalendarConfig, connector: ConnectorHandle | undefined): Promise<calendar_v3.Calendar> {
-  if (!connector) throw new ToolError("connector_unavailable", "the Calendar tools need a Google connector", { boundary: "effect_not_started" });
-  const auth = await connector.client<NonNullable<calendar_v3.Options["auth"]>>();
-  return calendar({ version: "v3", auth, rootUrl: config.rootUrl, retry: false });
-}
-
-/** Google OAuth scopes the family's tools declare. */
-export const CALENDAR_SCOPES = {
-  readonly: "https://www.googleapis.com/auth/calendar.readonly",
-  events: "https://www.googleapis.com/auth/calendar.events",
-} as const;

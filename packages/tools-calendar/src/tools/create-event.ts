@@ -2,7 +2,9 @@ import { ToolError, defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { attendeeSchema, calendarIdSchema, describeTime, eventIdFor, eventOutput, eventTimeSchema, oneLine, timeProblem, toEventOutput, toGoogleTime } from "../events.js";
 import { callGoogle } from "@toolgate/connector-google";
-import { CALENDAR_SCOPES, calendarClient, type CalendarConfig } from "../options.js";
+import { CALENDAR_SCOPES } from "../permissions.js";
+import { calendarClient } from "../client.js";
+import type { CalendarConfig } from "../options.js";
 
 export function createEventTool(config: CalendarConfig) {
   return defineTool({

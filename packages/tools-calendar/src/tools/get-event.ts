@@ -2,7 +2,9 @@ import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { calendarIdSchema, eventIdSchema, eventOutput, toEventOutput } from "../events.js";
 import { callGoogle } from "@toolgate/connector-google";
-import { CALENDAR_SCOPES, calendarClient, type CalendarConfig } from "../options.js";
+import { CALENDAR_SCOPES } from "../permissions.js";
+import { calendarClient } from "../client.js";
+import type { CalendarConfig } from "../options.js";
 
 export function getEventTool(config: CalendarConfig) {
   return defineTool({

@@ -1,7 +1,9 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { callGoogle } from "@toolgate/connector-google";
-import { CALENDAR_SCOPES, calendarClient, type CalendarConfig } from "../options.js";
+import { CALENDAR_SCOPES } from "../permissions.js";
+import { calendarClient } from "../client.js";
+import type { CalendarConfig } from "../options.js";
 
 export function listCalendarsTool(config: CalendarConfig) {
   return defineTool({

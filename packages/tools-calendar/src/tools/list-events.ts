@@ -2,7 +2,9 @@ import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { calendarIdSchema, eventOutput, instantSchema, oneLine, timeZoneSchema, toEventOutput } from "../events.js";
 import { callGoogle } from "@toolgate/connector-google";
-import { CALENDAR_SCOPES, calendarClient, type CalendarConfig } from "../options.js";
+import { CALENDAR_SCOPES } from "../permissions.js";
+import { calendarClient } from "../client.js";
+import type { CalendarConfig } from "../options.js";
 
 export function listEventsTool(config: CalendarConfig) {
   return defineTool({

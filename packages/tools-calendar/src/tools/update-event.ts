@@ -3,7 +3,9 @@ import type { calendar_v3 } from "@googleapis/calendar";
 import { z } from "zod";
 import { attendeeSchema, calendarIdSchema, describeTime, eventIdSchema, eventOutput, eventTimeSchema, oneLine, timeProblem, toEventOutput, toGoogleTime, type EventTime } from "../events.js";
 import { callGoogle } from "@toolgate/connector-google";
-import { CALENDAR_SCOPES, calendarClient, type CalendarConfig } from "../options.js";
+import { CALENDAR_SCOPES } from "../permissions.js";
+import { calendarClient } from "../client.js";
+import type { CalendarConfig } from "../options.js";
 
 const MAX_APPROVED = 256;
 
