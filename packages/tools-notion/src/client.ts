@@ -1,6 +1,6 @@
 import type { Client } from "@notionhq/client";
 import { callNotion, type NotionAccess } from "@toolgate/connector-notion";
-import { ToolError, type PreviewContext, type ToolContext } from "@toolgate/core";
+import { ToolError, type PreviewContext, type RuntimeIsolation, type ToolContext } from "@toolgate/core";
 import type { ResolvedRetry } from "@toolgate/provider-call";
 
 /** A Notion client for one call, whose requests are retried and whose failures are ToolErrors. */
@@ -20,3 +20,12 @@ export async function notionCaller(ctx: Pick<ToolContext | PreviewContext, "conn
     callNotion({ method: what, repeatable: !write, write, signal: ctx.signal, retry }, () => request(client));
   return { read: (what, request) => call(false, what, request), write: (what, request) => call(true, what, request) };
 }
+
+/** What every Notion tool reaches, and through what. */
+export const isolation: RuntimeIsolation = {
+  network: "provider",
+  filesystem: "none",
+  secrets: "connector",
+  subprocess: "none",
+  notes: "Notion's API through @notionhq/client, with a client from the connector token runtime",
+};

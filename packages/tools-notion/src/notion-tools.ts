@@ -1,5 +1,6 @@
 import { defineFamily } from "@toolgate/core";
-import { resolveSettings, type NotionToolsOptions } from "./shared.js";
+import { resolveSettings, type NotionToolsOptions } from "./options.js";
+import { NOTION_PERMISSIONS } from "./permissions.js";
 import { createAddCommentTool } from "./tools/add-comment.js";
 import { createAppendBlocksTool } from "./tools/append-blocks.js";
 import { createArchivePageTool } from "./tools/archive-page.js";
@@ -8,10 +9,6 @@ import { createQueryDatabaseTool } from "./tools/query-database.js";
 import { createReadPageTool } from "./tools/read-page.js";
 import { createSearchTool } from "./tools/search.js";
 import { createUpdatePagePropertiesTool } from "./tools/update-page-properties.js";
-
-/** The permission tokens of the Notion family. */
-export const NOTION_PERMISSIONS = ["notion:read", "notion:write", "notion:comment"] as const;
-export type NotionPermission = (typeof NOTION_PERMISSIONS)[number];
 
 /**
  * The Notion family, for `createToolRegistry({ families })`.

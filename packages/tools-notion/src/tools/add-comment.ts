@@ -1,8 +1,10 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
 import { inlineMarkdownToRichText, MAX_RICH_TEXT_ITEMS } from "../markdown.js";
-import { notionCaller } from "../client.js";
-import { connector, isolation, NOTION_WRITE_CONSENT, notionId, type NotionSettings } from "../shared.js";
+import { notionCaller, isolation } from "../client.js";
+import { connector, NOTION_WRITE_CONSENT } from "../permissions.js";
+import { notionId } from "../pages.js";
+import type { NotionSettings } from "../options.js";
 
 export function createAddCommentTool(settings: NotionSettings) {
   return defineTool({

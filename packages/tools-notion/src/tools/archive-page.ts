@@ -1,8 +1,10 @@
 import { isFullPage } from "@notionhq/client";
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { notionCaller } from "../client.js";
-import { connector, isolation, notionId, type NotionSettings } from "../shared.js";
+import { notionCaller, isolation } from "../client.js";
+import { connector } from "../permissions.js";
+import { notionId } from "../pages.js";
+import type { NotionSettings } from "../options.js";
 
 export function createArchivePageTool(settings: NotionSettings) {
   return defineTool({

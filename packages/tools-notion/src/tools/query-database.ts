@@ -1,8 +1,10 @@
 import { isFullPage } from "@notionhq/client";
 import { defineTool, ToolError } from "@toolgate/core";
 import { z } from "zod";
-import { notionCaller, type NotionCaller } from "../client.js";
-import { connector, isolation, notionId, pageSummary, summarizePage, type NotionSettings } from "../shared.js";
+import { notionCaller, type NotionCaller, isolation } from "../client.js";
+import { connector } from "../permissions.js";
+import { notionId, pageSummary, summarizePage } from "../pages.js";
+import type { NotionSettings } from "../options.js";
 
 const sort = z.union([
   z.object({ property: z.string().min(1).max(200), direction: z.enum(["ascending", "descending"]) }).strict(),

@@ -2,8 +2,10 @@ import { isFullBlock, isFullPage, type Client } from "@notionhq/client";
 import { defineTool, ToolError } from "@toolgate/core";
 import { z } from "zod";
 import { blocksToMarkdown, type BlockNode } from "../markdown.js";
-import { notionCaller, type NotionCaller } from "../client.js";
-import { connector, isolation, notionId, pageSummary, summarizePage, type NotionSettings } from "../shared.js";
+import { notionCaller, type NotionCaller, isolation } from "../client.js";
+import { connector } from "../permissions.js";
+import { notionId, pageSummary, summarizePage } from "../pages.js";
+import type { NotionSettings } from "../options.js";
 
 /** Blocks whose children are other pages or databases: read separately, never inlined. */
 const OPAQUE = new Set(["child_page", "child_database"]);

@@ -1,8 +1,10 @@
 import { isFullDataSource, isFullPage } from "@notionhq/client";
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { notionCaller } from "../client.js";
-import { connector, dataSourceTitle, isolation, titleOf, type NotionSettings } from "../shared.js";
+import { notionCaller, isolation } from "../client.js";
+import { connector } from "../permissions.js";
+import { dataSourceTitle, titleOf } from "../pages.js";
+import type { NotionSettings } from "../options.js";
 
 export function createSearchTool(settings: NotionSettings) {
   return defineTool({

@@ -1,8 +1,10 @@
 import { isFullPage } from "@notionhq/client";
 import { defineTool, ToolError } from "@toolgate/core";
 import { z } from "zod";
-import { notionCaller } from "../client.js";
-import { connector, isolation, NOTION_WRITE_CONSENT, notionId, propertyInput, propertyRequest, type NotionSettings } from "../shared.js";
+import { notionCaller, isolation } from "../client.js";
+import { connector, NOTION_WRITE_CONSENT } from "../permissions.js";
+import { notionId, propertyInput, propertyRequest } from "../pages.js";
+import type { NotionSettings } from "../options.js";
 
 export function createUpdatePagePropertiesTool(settings: NotionSettings) {
   return defineTool({

@@ -1,61 +1,7 @@
 import type { DataSourceObjectResponse, PageObjectResponse, RichTextItemResponse } from "@notionhq/client";
-import { ToolError, type RuntimeIsolation } from "@toolgate/core";
-import { resolveRetry, type ResolvedRetry, type RetryOptions } from "@toolgate/provider-call";
+import { ToolError } from "@toolgate/core";
 import { z } from "zod";
-import { NOTION_PROVIDER, type NotionCapability } from "@toolgate/connector-notion";
 import { plainRichText, type RichTextRequest } from "./markdown.js";
-
-/** Options of `createNotionTools`. */
-export interface NotionToolsOptions {
-  /**
-   * The rich-text property of a database that carries `notion.create_page`'s duplicate marker (derived
-   * from the call's idempotency key). Databases the agent creates pages in need it. Default `Toolgate key`.
-   */
-  readonly markerProperty?: string;
-  /** The most blocks `notion.read_page` fetches (nested ones counted); default 1,000. */
-  readonly maxReadBlocks?: number;
-  /** How deep `notion.read_page` follows nested children; default 3. */
-  readonly maxReadDepth?: number;
-  /** Retries after a 429 (honouring `Retry-After`), or a read's 5xx or lost answer; `maxDelayMs` defaults to 30 s. */
-  readonly retry?: RetryOptions;
-}
-
-/** Resolved options, shared by the tools of one family. */
-export interface NotionSettings {
-  readonly markerProperty: string;
-  readonly maxReadBlocks: number;
-  readonly maxReadDepth: number;
-  readonly retry: ResolvedRetry;
-}
-
-export function resolveSettings(options: NotionToolsOptions = {}): NotionSettings {
-  const int = (value: number | undefined, fallback: number, min: number, max: number, name: string): number => {
-    const v = value ?? fallback;
-    if (!Number.isInteger(v) || v < min || v > max) throw new ToolError("config_invalid", `createNotionTools: ${name} must be a whole number from ${min} to ${max}`);
-    return v;
-  };
-  const markerProperty = options.markerProperty ?? "Toolgate key";
-  if (typeof markerProperty !== "string" || markerProperty.trim() === "") throw new ToolError("config_invalid", "createNotionTools: markerProperty must be a property name");
-  return {
-    markerProperty,
-    maxReadBlocks: int(options.maxReadBlocks, 1000, 1, 100_000, "maxReadBlocks"),
-    maxReadDepth: int(options.maxReadDepth, 3, 0, 10, "maxReadDepth"),
-    retry: resolveRetry(options.retry, { maxDelayMs: 30_000 }),
-  };
-}
-
-export const isolation: RuntimeIsolation = {
-  network: "provider",
-  filesystem: "none",
-  secrets: "connector",
-  subprocess: "none",
-  notes: "Notion's API through @notionhq/client, with a client from the connector token runtime",
-};
-
-export const connector = (...scopes: NotionCapability[]) => ({ provider: NOTION_PROVIDER, scopes });
-
-/** The consent a profile must hold before the tools send the caller's data to Notion. */
-export const NOTION_WRITE_CONSENT = "notion-write-on-my-behalf";
 
 /** A Notion id, with or without dashes, or a Notion URL ending in one. */
 export const notionId = z
