@@ -95,6 +95,12 @@ export interface ToolErrorOptions {
   readonly retryAfterSeconds?: number;
 }
 
+/**
+ * The brand every ToolError carries, under a registry symbol: an application that ends up with two
+ * copies of core (a family built against another install) still recognises the other copy's errors.
+ */
+const TOOL_ERROR_BRAND = Symbol.for("@toolgate/core.ToolError");
+
 /** The one error type of Toolgate. `code` is from a closed set; `cause` is always kept. */
 export class ToolError extends Error {
   override readonly name = "ToolError";
@@ -113,11 +119,19 @@ export class ToolError extends Error {
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
-  /** True when `value` is a ToolError, optionally with one of `codes`. */
+  /** True when `value` is a ToolError from any copy of core, optionally with one of `codes`. */
   static is(value: unknown, ...codes: ToolErrorCode[]): value is ToolError {
-    return value instanceof ToolError && (codes.length === 0 || codes.includes(value.code));
+    if (typeof value !== "object" || value === null || (value as Record<symbol, unknown>)[TOOL_ERROR_BRAND] !== true) return false;
+    const code = (value as { code?: unknown }).code;
+    return isToolErrorCode(code) && (codes.length === 0 || codes.includes(code));
+  }
+
+  /** `instanceof ToolError` agrees with `ToolError.is` across copies of core; subclasses keep the usual rule. */
+  static override [Symbol.hasInstance](this: unknown, value: unknown): boolean {
+    return this === ToolError ? ToolError.is(value) : Function.prototype[Symbol.hasInstance].call(this, value);
   }
 }
+Object.defineProperty(ToolError.prototype, TOOL_ERROR_BRAND, { value: true });
 
 export function isToolErrorCode(value: unknown): value is ToolErrorCode {
   return typeof value === "string" && Object.hasOwn(TOOL_ERROR_CODES, value);

@@ -50,10 +50,12 @@ describe("gate step: run", () => {
 
   it("8. progress events reach the caller, redacted", async () => {
     const { gate } = setup({ secrets: ["s3cr3t-progress"] });
-    const tool = (await approve(gate, "notes.add_note", { id: "p", text: "t" })).grant;
+    // The body reports the note's id, which here is a registered secret, in its message and data.
+    const input = { id: "s3cr3t-progress", text: "t" };
+    const tool = (await approve(gate, "notes.add_note", input)).grant;
     const events: unknown[] = [];
-    await gate.invoke("notes.add_note", { id: "p", text: "t" }, { ...base, approval: tool, onProgress: (e) => events.push(e) });
-    expect(events).toEqual([{ message: "writing", fraction: 0.5 }]);
+    await gate.invoke("notes.add_note", input, { ...base, approval: tool, onProgress: (e) => events.push(e) });
+    expect(events).toEqual([{ message: "writing note [REDACTED]", fraction: 0.5, data: { id: "[REDACTED]" } }]);
   });
 
   it("8. a handler's own ToolError keeps its code; an unclassified throw from a write is effect_state_unknown", async () => {
@@ -108,10 +110,6 @@ describe("gate step: run", () => {
         requiredAllowlist: ["notes:read"],
         risk: "low",
         approval: "never",
-        idempotent: true,
-        retryable: true,
-        reversible: true,
-        provider: "mail",
         connector: { provider: "mail", scopes },
         runtimeIsolation: { network: "provider", filesystem: "none", secrets: "connector", subprocess: "none" },
         untrustedOutput: false,
@@ -140,11 +138,7 @@ describe("gate step: run", () => {
       requiredAllowlist: ["notes:read"],
       risk: "low",
       approval: "never",
-      idempotent: true,
-      retryable: true,
-      reversible: true,
       timeoutMs: 30,
-      provider: "mail",
       connector: { provider: "mail", scopes: ["mail.read"] },
       runtimeIsolation: { network: "provider", filesystem: "none", secrets: "connector", subprocess: "none" },
       untrustedOutput: false,
