@@ -55,3 +55,11 @@ export function gitPathArg(relative: string): string {
   if (relative === ".") return ".";
   return relative.startsWith("-") ? `./${relative}` : relative;
 }
+
+/** A list of repository paths: at least one, at most `max`, none repeated. */
+export const pathList = (item: z.ZodType<string>, max: number) =>
+  z
+    .array(item)
+    .min(1)
+    .max(max)
+    .refine((paths) => new Set(paths).size === paths.length, { message: "paths must not repeat" });

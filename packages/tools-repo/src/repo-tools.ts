@@ -1,6 +1,7 @@
 import { defineFamily } from "@toolgate/core";
-import { createRepoRuntime, type RepoToolsOptions } from "./runtime.js";
-import { REPO_PERMISSIONS } from "./shared.js";
+import { createRepoRuntime } from "./client.js";
+import type { RepoToolsOptions } from "./options.js";
+import { REPO_PERMISSIONS } from "./permissions.js";
 import { applyPatchTool } from "./tools/apply-patch.js";
 import { checkTool } from "./tools/check.js";
 import { commitTool } from "./tools/commit.js";

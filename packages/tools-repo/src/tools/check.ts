@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { defineTool, ToolError, type VerifierRunResult } from "@toolgate/core";
-import type { CheckRunner } from "../runtime.js";
+import type { CheckRunner } from "../client.js";
 
 export function checkTool(checks: CheckRunner) {
   const names = checks.names as [string, ...string[]];

@@ -1,9 +1,8 @@
 import { z } from "zod";
 import { defineTool, ToolError, type ApprovalPreview } from "@toolgate/core";
 import { completeRecords } from "../git.js";
-import { gitPathArg, repoPathSchema, type RepoPath } from "../paths.js";
-import type { RepoRuntime } from "../runtime.js";
-import { pathList, writeIsolation } from "../shared.js";
+import { gitPathArg, repoPathSchema, type RepoPath, pathList } from "../paths.js";
+import { type RepoRuntime, writeIsolation } from "../client.js";
 import { sha256 } from "../text.js";
 
 interface PathChange {

@@ -1,9 +1,8 @@
 import { z } from "zod";
 import { defineTool } from "@toolgate/core";
 import { cappedText, type GitCommandName } from "../git.js";
-import { gitPathArg, repoPathSchema } from "../paths.js";
-import type { RepoRuntime } from "../runtime.js";
-import { pathList, readIsolation } from "../shared.js";
+import { gitPathArg, repoPathSchema, pathList } from "../paths.js";
+import { type RepoRuntime, readIsolation } from "../client.js";
 
 const SCOPES = { unstaged: "diff_unstaged", staged: "diff_staged", head: "diff_head" } as const satisfies Record<string, GitCommandName>;
 

@@ -2,8 +2,7 @@ import { z } from "zod";
 import { defineTool } from "@toolgate/core";
 import { completeRecords } from "../git.js";
 import { repoPathSchema } from "../paths.js";
-import type { RepoRuntime } from "../runtime.js";
-import { readIsolation } from "../shared.js";
+import { type RepoRuntime, readIsolation } from "../client.js";
 import { globToRegExp } from "../text.js";
 
 export function listFilesTool(rt: RepoRuntime) {

@@ -2,8 +2,7 @@ import { stat, readFile } from "node:fs/promises";
 import { z } from "zod";
 import { defineTool, ToolError } from "@toolgate/core";
 import { repoPathSchema } from "../paths.js";
-import type { RepoRuntime } from "../runtime.js";
-import { readIsolation } from "../shared.js";
+import { type RepoRuntime, readIsolation } from "../client.js";
 import { cutToBytes, isBinary, sha256, splitLines } from "../text.js";
 
 export function readFileTool(rt: RepoRuntime) {

@@ -2,8 +2,7 @@ import { z } from "zod";
 import { defineTool, ToolError } from "@toolgate/core";
 import { completeRecords, type GitCommandName } from "../git.js";
 import { repoPathSchema } from "../paths.js";
-import type { RepoRuntime } from "../runtime.js";
-import { readIsolation } from "../shared.js";
+import { type RepoRuntime, readIsolation } from "../client.js";
 
 const MAX_LINE_CHARS = 400;
 

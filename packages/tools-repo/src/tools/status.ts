@@ -1,9 +1,8 @@
 import { z } from "zod";
 import { defineTool } from "@toolgate/core";
 import { completeRecords } from "../git.js";
-import { gitPathArg, repoPathSchema } from "../paths.js";
-import type { RepoRuntime } from "../runtime.js";
-import { pathList, readIsolation } from "../shared.js";
+import { gitPathArg, repoPathSchema, pathList } from "../paths.js";
+import { type RepoRuntime, readIsolation } from "../client.js";
 
 export function statusTool(rt: RepoRuntime) {
   const max = rt.limits.maxListedFiles;

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { defineTool, ToolError, type ApprovalPreview } from "@toolgate/core";
 import { repoPathSchema } from "../paths.js";
-import type { RepoRuntime } from "../runtime.js";
-import { MAX_PREVIEW_BODY_BYTES, writeIsolation } from "../shared.js";
+import { type RepoRuntime, writeIsolation } from "../client.js";
+import { MAX_PREVIEW_BODY_BYTES } from "../options.js";
 import { cutToBytes, sha256 } from "../text.js";
 import { lineStat, unifiedDiff } from "../unified-diff.js";
 
