@@ -21,9 +21,6 @@ export function createClockTools(options: ClockToolsOptions) {
     requiredAllowlist: ["clock:read"],
     risk: "low",
     approval: "never",
-    idempotent: true,
-    retryable: true,
-    reversible: true,
     runtimeIsolation: isolation,
     untrustedOutput: true, // reminder texts may have been written by someone else
     handler: ({ limit }) => ({

@@ -53,7 +53,6 @@ export function createEventTool(config: CalendarConfig) {
     idempotent: true,
     retryable: true,
     reversible: true,
-    provider: config.provider,
     dataEgress: true,
     dataClass: "personal",
     connector: { provider: config.provider, scopes: [CALENDAR_SCOPES.events] },

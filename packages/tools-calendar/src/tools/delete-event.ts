@@ -47,7 +47,6 @@ export function deleteEventTool(config: CalendarConfig) {
     idempotent: true,
     retryable: false,
     reversible: false,
-    provider: config.provider,
     connector: { provider: config.provider, scopes: [CALENDAR_SCOPES.events] },
     runtimeIsolation: config.isolation,
     untrustedOutput: false,

@@ -65,7 +65,6 @@ export function updateEventTool(config: CalendarConfig) {
     idempotent: true,
     retryable: true,
     reversible: true,
-    provider: config.provider,
     dataEgress: true,
     dataClass: "personal",
     connector: { provider: config.provider, scopes: [CALENDAR_SCOPES.events] },

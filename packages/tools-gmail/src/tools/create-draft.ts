@@ -22,7 +22,6 @@ export function createDraftTool(config: GmailConfig) {
     idempotent: false,
     retryable: false,
     reversible: true,
-    provider: config.provider,
     dataEgress: true,
     dataClass: "personal",
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.compose] },

@@ -41,7 +41,6 @@ export function modifyLabelsTool(config: GmailConfig) {
     idempotent: true,
     retryable: true,
     reversible: true,
-    provider: config.provider,
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.modify] },
     runtimeIsolation: config.isolation,
     untrustedOutput: false,

@@ -72,7 +72,6 @@ export function sendDraftTool(config: GmailConfig) {
     idempotent: false,
     retryable: false,
     reversible: false,
-    provider: config.provider,
     dataEgress: true,
     dataClass: "personal",
     requiredConsent: [SEND_CONSENT],

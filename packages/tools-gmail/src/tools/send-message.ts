@@ -29,7 +29,6 @@ export function sendMessageTool(config: GmailConfig) {
     idempotent: false,
     retryable: false,
     reversible: false,
-    provider: config.provider,
     dataEgress: true,
     dataClass: "personal",
     requiredConsent: [SEND_CONSENT],

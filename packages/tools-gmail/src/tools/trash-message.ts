@@ -32,7 +32,6 @@ export function trashMessageTool(config: GmailConfig) {
     idempotent: true,
     retryable: true,
     reversible: true,
-    provider: config.provider,
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.modify] },
     runtimeIsolation: config.isolation,
     untrustedOutput: false,
