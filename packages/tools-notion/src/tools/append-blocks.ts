@@ -29,7 +29,6 @@ export function createAppendBlocksTool(settings: NotionSettings) {
     retryable: false,
     reversible: false,
     timeoutMs: 120_000,
-    provider: "notion",
     dataEgress: true,
     dataClass: "personal",
     requiredConsent: [NOTION_WRITE_CONSENT],

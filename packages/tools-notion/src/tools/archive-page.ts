@@ -24,7 +24,6 @@ export function createArchivePageTool(settings: NotionSettings) {
     retryable: true,
     reversible: true,
     timeoutMs: 60_000,
-    provider: "notion",
     connector: connector("read_content", "update_content"),
     runtimeIsolation: isolation,
     untrustedOutput: false,

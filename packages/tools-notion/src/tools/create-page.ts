@@ -49,7 +49,6 @@ export function createCreatePageTool(settings: NotionSettings) {
     retryable: true,
     reversible: true,
     timeoutMs: 120_000,
-    provider: "notion",
     dataEgress: true,
     dataClass: "personal",
     requiredConsent: [NOTION_WRITE_CONSENT],

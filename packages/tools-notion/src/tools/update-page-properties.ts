@@ -31,7 +31,6 @@ export function createUpdatePagePropertiesTool(settings: NotionSettings) {
     retryable: true,
     reversible: false,
     timeoutMs: 60_000,
-    provider: "notion",
     dataEgress: true,
     dataClass: "personal",
     requiredConsent: [NOTION_WRITE_CONSENT],
