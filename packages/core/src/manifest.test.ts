@@ -105,6 +105,24 @@ describe("defineFamily", () => {
     expect(() => defineFamily({ name: "demo", tools: [], permissions: [] })).toThrow(/at least one tool/);
   });
 
+  it("lists every problem in one family_invalid error", () => {
+    expect(() => defineFamily({ name: "Demo", tools: [defineTool(valid)], permissions: ["demo:read"] })).toThrow(
+      'family "Demo" is invalid: family name "Demo" must be a lower-case word; tool demo.do_thing does not belong to family Demo (ids start with "Demo."); ' +
+        "tool demo.do_thing requires demo:write, not in the family's permissions [demo:read]; permission demo:read must be family-specific (\"Demo:…\")",
+    );
+    expect(() => defineFamily({ name: "demo", tools: [{ id: "demo.x" }] as never, permissions: "demo:write" as never })).toThrow(
+      expect.objectContaining({ code: "family_invalid", message: 'family "demo" is invalid: tools must be manifests made by defineTool; permissions must be an array' }),
+    );
+  });
+
+  it("returns a frozen family that keeps the manifests themselves", () => {
+    const tool = defineTool(valid);
+    const family = defineFamily({ name: "demo", tools: [tool], permissions: ["demo:write"], description: "Demo." });
+    expect(family).toEqual({ name: "demo", tools: [tool], permissions: ["demo:write"], description: "Demo." });
+    expect(family.tools[0]).toBe(tool);
+    for (const part of [family, family.tools, family.permissions]) expect(Object.isFrozen(part)).toBe(true);
+  });
+
   it("allows the shared boundary tokens without declaring them", () => {
     const tool = defineTool({ ...valid, requiredAllowlist: ["demo:write", "verifier:command"] });
     expect(defineFamily({ name: "demo", tools: [tool], permissions: ["demo:write"] }).tools).toHaveLength(1);

@@ -36,4 +36,21 @@ describe("defineProfile", () => {
     expect(() => defineProfile({ name: "p", allow: [], maxRisk: "extreme" as never })).toThrow(/maxRisk/);
     expect(() => defineProfile({ name: "p", allow: [], maxRisk: "low", egress: ["everything" as never] })).toThrow(/egress class/);
   });
+
+  it("lists every problem in one profile_invalid error, naming the bad values", () => {
+    const bad = { name: "bad name!", allow: ["repo:*", 5], maxRisk: "extreme", egress: ["everything"], onInjection: "panic", consents: "x" };
+    expect(() => defineProfile(bad as never)).toThrow(
+      'profile "bad name!" is invalid: name must be a short identifier; allow.0: token "repo:*" must be an exact "area:verb" token (no wildcards); ' +
+        'allow.1: token 5 must be an exact "area:verb" token (no wildcards); maxRisk must be one of low, medium, high, critical; ' +
+        "consents: Invalid input: expected array, received string; " +
+        'egress class "everything" must be one of public, internal, personal, confidential; onInjection must be "flag" or "hold"',
+    );
+    expect(() => defineProfile({ name: "p", allow: "repo:read" as never, maxRisk: "low" })).toThrow(expect.objectContaining({ code: "profile_invalid", message: expect.stringMatching(/allow must be an array of tokens/) }));
+  });
+
+  it("returns a frozen profile with defaults filled in and repeated tokens dropped", () => {
+    const profile = defineProfile({ name: "p", allow: ["repo:read", "repo:read"], maxRisk: "low" });
+    expect(profile).toEqual({ name: "p", allow: ["repo:read"], maxRisk: "low", consents: [], egress: [], onInjection: "flag" });
+    for (const part of [profile, profile.allow, profile.consents, profile.egress]) expect(Object.isFrozen(part)).toBe(true);
+  });
 });
