@@ -2,9 +2,10 @@ import { existsSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { z } from "zod";
 import {
   ToolError,
-  defineProfile,
+  profileSchema,
   type ConnectorRuntime,
   type Journal,
   type Profile,
@@ -35,38 +36,54 @@ export interface Composition {
   readonly close?: () => Promise<void> | void;
 }
 
+/** Where the journal lives: a SQLite file, a PostgreSQL URL, or memory (gone when the CLI exits). */
+const journalSchema = z.union([z.object({ sqlite: z.string() }), z.object({ postgres: z.string() }), z.object({ memory: z.literal(true) })], {
+  error: 'must be { "sqlite": path }, { "postgres": url } or { "memory": true }',
+});
+
+/** A key kept in a file or an environment variable. */
+const keySourceSchema = z.union([z.object({ file: z.string() }), z.object({ env: z.string() })], { error: 'must be { "file": path } or { "env": name }' });
+
+/** The token vault: an encrypted file and where its key comes from (never beside it). */
+const vaultSchema = z.object({ file: z.string(), key: keySourceSchema }, { error: 'must be { "file": path, "key": … }' });
+
+/**
+ * `toolgate.config.json`: profiles and journal, families named by the package that makes them
+ * (its `createXTools` export, or `factory`, called with `options` and `baseDir`).
+ */
+const jsonConfigSchema = z.object(
+  {
+    families: z.array(z.object({ package: z.string().min(1), factory: z.string().optional(), options: z.record(z.string(), z.unknown()).optional() }), {
+      error: 'must be an array of { "package": name } entries',
+    }),
+    profiles: z.array(profileSchema, { error: "must be an array of profiles" }),
+    /** Default `{ sqlite: ".toolgate/journal.db" }`. */
+    journal: journalSchema.optional(),
+    /** Where the audit HMAC key lives; default `.toolgate/audit.key` (created 0600 when missing). */
+    auditKey: keySourceSchema.optional(),
+    vault: vaultSchema.optional(),
+    /** Defaults for `toolgate call`. */
+    principal: z.string().optional(),
+    tenant: z.string().optional(),
+  },
+  { error: "must be a JSON object" },
+);
+
 /**
  * A composition file: `toolgate.config.ts`, `.mjs`, `.js` (default export of `defineConfig`) or
- * `toolgate.config.json` (profiles and journal only, families named by package).
+ * `toolgate.config.json` (profiles and journal only, families named by package). What it shares
+ * with the JSON file comes from that file's schema.
  */
-export interface ToolgateConfig {
+export type ToolgateConfig = Readonly<Omit<z.output<typeof jsonConfigSchema>, "families" | "profiles" | "vault">> & {
   /** Build the families (and their connectors, verifier, workspace) for one run. */
   readonly compose: (context: ComposeContext) => Promise<Composition> | Composition;
   readonly profiles: readonly Profile[];
-  /** Default `{ sqlite: ".toolgate/journal.db" }`. */
-  readonly journal?: { readonly sqlite: string } | { readonly postgres: string } | { readonly memory: true };
   /** The token vault: an encrypted file and where its key comes from (never beside it). */
   readonly vault?: { readonly file: string; readonly key: VaultKeySource };
-  /** Where the audit HMAC key lives; default `.toolgate/audit.key` (created 0600 when missing). */
-  readonly auditKey?: { readonly file: string } | { readonly env: string };
-  /** Defaults for `toolgate call`. */
-  readonly principal?: string;
-  readonly tenant?: string;
-}
+};
 
 export function defineConfig(config: ToolgateConfig): ToolgateConfig {
   return config;
-}
-
-/** The shape a JSON composition file has. */
-interface JsonConfig {
-  readonly families: readonly { readonly package: string; readonly factory?: string; readonly options?: Record<string, unknown> }[];
-  readonly profiles: readonly Parameters<typeof defineProfile>[0][];
-  readonly journal?: ToolgateConfig["journal"];
-  readonly auditKey?: ToolgateConfig["auditKey"];
-  readonly vault?: ToolgateConfig["vault"];
-  readonly principal?: string;
-  readonly tenant?: string;
 }
 
 export const CONFIG_NAMES = ["toolgate.config.ts", "toolgate.config.mjs", "toolgate.config.js", "toolgate.config.json"] as const;
@@ -97,18 +114,21 @@ export async function loadConfig(path: string): Promise<ToolgateConfig> {
 }
 
 async function fromJson(path: string): Promise<ToolgateConfig> {
-  let parsed: JsonConfig;
+  let json: unknown;
   try {
-    parsed = JSON.parse(await readFile(path, "utf8")) as JsonConfig;
+    json = JSON.parse(await readFile(path, "utf8"));
   } catch (cause) {
     throw new ToolError("config_invalid", `${basename(path)} is not valid JSON`, { cause });
   }
-  if (!Array.isArray(parsed.families) || !Array.isArray(parsed.profiles)) {
-    throw new ToolError("config_invalid", `${basename(path)} needs "families" and "profiles" arrays`);
+  const result = jsonConfigSchema.safeParse(json);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => (issue.path.length === 0 ? issue.message : `${issue.path.join(".")}: ${issue.message}`));
+    throw new ToolError("config_invalid", `${basename(path)} is invalid: ${problems.join("; ")}`, { details: { problems } });
   }
+  const parsed = result.data;
   const baseDir = dirname(path);
   return {
-    profiles: parsed.profiles.map((p) => defineProfile(p)),
+    profiles: parsed.profiles,
     ...(parsed.journal ? { journal: parsed.journal } : {}),
     ...(parsed.auditKey ? { auditKey: parsed.auditKey } : {}),
     ...(parsed.vault ? { vault: parsed.vault } : {}),

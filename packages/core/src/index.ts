@@ -70,6 +70,7 @@ export { createToolRegistry, ToolRegistry } from "./registry.js";
 export type { ToolDescriptor, ListOptions, ToolIdOf, ToolInput, ToolOutput, ToolById, ToolsOfFamilies } from "./registry.js";
 
 export { defineProfile } from "./profile.js";
+export { profileSchema } from "./profile.js";
 export type { Profile, ProfileDefinition, InjectionPolicy } from "./profile.js";
 
 export { evaluatePolicy } from "./policy.js";
