@@ -23,29 +23,36 @@ const attachmentSchema = z
   })
   .strict();
 
+/** The fields of a message to compose, attachments aside. */
+const composeBase = z.object({
+  to: z.array(addressSchema).min(1).meta({ description: "Recipients." }),
+  cc: z.array(addressSchema).optional(),
+  bcc: z.array(addressSchema).optional(),
+  subject: z
+    .string()
+    .max(998)
+    .regex(NO_CONTROL, "must not contain line breaks or control characters (header injection)")
+    .meta({ description: "One line." }),
+  body: z.string().max(500_000).meta({ description: "Plain text body." }),
+  threadId: idSchema.optional().meta({ description: "Reply within this thread." }),
+  inReplyTo: z
+    .string()
+    .max(998)
+    .regex(/^<[^\s<>\u0000-\u001f]+>$/, "must be a Message-ID like <abc@example.com>")
+    .optional()
+    .meta({ description: "Message-ID header of the message replied to." }),
+});
+
+/** Every compose field, attachments included. */
+const composeFields = composeBase.extend({ attachments: z.array(attachmentSchema).max(20).optional() });
+
+/** A message `send_message` and `create_draft` compose, as their input schema yields it. */
+export type ComposeFields = z.output<typeof composeFields>;
+
 /** The compose input shared by `send_message` and `create_draft`, shaped by the operator's options. */
 export function composeSchema(config: GmailConfig, enforceAllowlist: boolean) {
-  const base = z.object({
-    to: z.array(addressSchema).min(1).meta({ description: "Recipients." }),
-    cc: z.array(addressSchema).optional(),
-    bcc: z.array(addressSchema).optional(),
-    subject: z
-      .string()
-      .max(998)
-      .regex(NO_CONTROL, "must not contain line breaks or control characters (header injection)")
-      .meta({ description: "One line." }),
-    body: z.string().max(500_000).meta({ description: "Plain text body." }),
-    threadId: idSchema.optional().meta({ description: "Reply within this thread." }),
-    inReplyTo: z
-      .string()
-      .max(998)
-      .regex(/^<[^\s<>\u0000-\u001f]+>$/, "must be a Message-ID like <abc@example.com>")
-      .optional()
-      .meta({ description: "Message-ID header of the message replied to." }),
-  });
-  const withAttachments = base.extend({ attachments: z.array(attachmentSchema).max(20).optional() });
   // The type always admits attachments; the schema (and the JSON Schema a model sees) only when the operator allows them.
-  const shaped = (config.attachments ? withAttachments : base) as typeof withAttachments;
+  const shaped = (config.attachments ? composeFields : composeBase) as typeof composeFields;
   return shaped.strict().superRefine((input, ctx) => {
     const recipients = recipientsOf(input);
     if (recipients.length > config.maxRecipients) {
@@ -63,17 +70,6 @@ export function composeSchema(config: GmailConfig, enforceAllowlist: boolean) {
       }
     }
   });
-}
-
-export interface ComposeFields {
-  readonly to: readonly string[];
-  readonly cc?: readonly string[] | undefined;
-  readonly bcc?: readonly string[] | undefined;
-  readonly subject: string;
-  readonly body: string;
-  readonly threadId?: string | undefined;
-  readonly inReplyTo?: string | undefined;
-  readonly attachments?: readonly { readonly filename: string; readonly mimeType: string; readonly contentBase64: string }[] | undefined;
 }
 
 export function recipientsOf(input: Pick<ComposeFields, "to" | "cc" | "bcc">): string[] {
