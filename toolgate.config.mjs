@@ -1,6 +1,7 @@
 // The composition this repository documents: every family with the options the demo uses.
 // `toolgate docs --out docs/tools` renders docs/tools/*.md from it; CI runs `toolgate docs --check`.
-import { createConnectorRuntime, createMemoryVault, defineProfile } from "@toolgate/core";
+import { defineProfile } from "@toolgate/core";
+import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
 import { createGoogleConnector } from "@toolgate/connector-google";
 import { createNotionConnector } from "@toolgate/connector-notion";
 import { startToolProcess } from "@toolgate/process";

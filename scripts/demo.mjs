@@ -6,14 +6,9 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import {
-  createConnectorRuntime,
-  createGate,
-  createMemoryVault,
-  createToolRegistry,
-  defineProfile,
-  verifyAuditChain,
-} from "@toolgate/core";
+import { createGate, createToolRegistry, defineProfile } from "@toolgate/core";
+import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
+import { verifyAuditChain } from "@toolgate/core/operator";
 import { createGoogleConnector } from "@toolgate/connector-google";
 import { createNotionConnector, notionIntegrationTokens } from "@toolgate/connector-notion";
 import { startGoogleEmulator, startNotionEmulator } from "@toolgate/emulators";

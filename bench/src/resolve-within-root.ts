@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createRootGuard, resolveWithinRoot } from "@toolgate/core";
+import { createRootGuard, resolveWithinRoot } from "@toolgate/core/boundary";
 import { medianMicros, row } from "./measure.js";
 
 /** Path containment on a 6-level path: the cost every filesystem tool pays per name it is given. */

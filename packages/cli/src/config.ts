@@ -3,18 +3,8 @@ import { readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { z } from "zod";
-import {
-  ToolError,
-  profileSchema,
-  type ConnectorRuntime,
-  type Journal,
-  type Profile,
-  type TokenVault,
-  type ToolFamily,
-  type VaultKeySource,
-  type Verifier,
-  type Workspace,
-} from "@toolgate/core";
+import { ToolError, profileSchema, type ConnectorRuntime, type Journal, type Profile, type ToolFamily, type Verifier, type Workspace } from "@toolgate/core";
+import { type TokenVault, type VaultKeySource } from "@toolgate/core/connectors";
 
 /** What a composition file may hand the CLI for one run. */
 export interface ComposeContext {

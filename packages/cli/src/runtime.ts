@@ -2,18 +2,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import {
-  ToolError,
-  createFileVault,
-  createGate,
-  createMemoryJournal,
-  createToolRegistry,
-  type Gate,
-  type Journal,
-  type Profile,
-  type TokenVault,
-  type ToolRegistry,
-} from "@toolgate/core";
+import { ToolError, createGate, createMemoryJournal, createToolRegistry, type Gate, type Journal, type Profile, type ToolRegistry } from "@toolgate/core";
+import { createFileVault, type TokenVault } from "@toolgate/core/connectors";
 import { findConfig, loadConfig, type Composition, type ToolgateConfig } from "./config.js";
 
 /** One composed run of the CLI: the gate and everything it was built from. */

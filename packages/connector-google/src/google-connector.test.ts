@@ -3,22 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  createConnectorRuntime,
-  createFileVault,
-  createGate,
-  createMemoryJournal,
-  createToolRegistry,
-  defineFamily,
-  defineProfile,
-  defineTool,
-  generateVaultKey,
-  ToolError,
-  type ConnectorLogEvent,
-  type ConnectorOpenRequest,
-  type TokenSet,
-  type TokenVault,
-} from "@toolgate/core";
+import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, defineTool, ToolError, type ConnectorOpenRequest } from "@toolgate/core";
+import { createConnectorRuntime, createFileVault, generateVaultKey, type ConnectorLogEvent, type TokenSet, type TokenVault } from "@toolgate/core/connectors";
 import { OAuth2Client } from "google-auth-library";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";

@@ -1,4 +1,5 @@
-import { TokenRefreshError, ToolError, type AccessGrant, type ConnectorProvider, type RefreshRequest, type RefreshedTokens } from "@toolgate/core";
+import { ToolError } from "@toolgate/core";
+import { TokenRefreshError, type AccessGrant, type ConnectorProvider, type RefreshRequest, type RefreshedTokens } from "@toolgate/core/connectors";
 import { OAuth2Client } from "google-auth-library";
 
 /** Google's token endpoint; tests and emulators point `tokenUrl` at a server on 127.0.0.1. */

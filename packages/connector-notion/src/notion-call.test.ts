@@ -1,4 +1,4 @@
-import type { AccessGrant } from "@toolgate/core";
+import type { AccessGrant } from "@toolgate/core/connectors";
 import { startNotionEmulator, type NotionEmulator } from "@toolgate/emulators";
 import { resolveRetry, type CallPolicy } from "@toolgate/provider-call";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";

@@ -1,4 +1,5 @@
-import { createConnectorRuntime, createMemoryVault, ToolError, type ConnectorOpenRequest } from "@toolgate/core";
+import { ToolError, type ConnectorOpenRequest } from "@toolgate/core";
+import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
 import { startNotionEmulator, type NotionEmulator } from "@toolgate/emulators";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createNotionConnector, exchangeNotionCode, NEVER_EXPIRES, NOTION_CAPABILITIES, notionIntegrationTokens, type NotionAccess } from "./index.js";

@@ -1,5 +1,6 @@
 import { Client, isHTTPResponseError } from "@notionhq/client";
-import { TokenRefreshError, ToolError, type AccessGrant, type ConnectorProvider, type RefreshRequest, type RefreshedTokens, type TokenSet } from "@toolgate/core";
+import { ToolError } from "@toolgate/core";
+import { TokenRefreshError, type AccessGrant, type ConnectorProvider, type RefreshRequest, type RefreshedTokens, type TokenSet } from "@toolgate/core/connectors";
 
 /** Notion's API; tests point `baseUrl` at `@toolgate/emulators` on 127.0.0.1 instead. */
 export const NOTION_API_URL = "https://api.notion.com";

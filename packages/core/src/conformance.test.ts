@@ -1,4 +1,4 @@
-import { createNotesStore, createNotesTools } from "./fixtures/notes-family.js";
+import { createNotesStore, createNotesTools } from "./testing/notes-family.js";
 import { describeToolFamily } from "./testing/describe-tool-family.js";
 
 // Core runs the same conformance suite every family runs, on its own test family.

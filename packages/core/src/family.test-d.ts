@@ -1,5 +1,5 @@
 import { expectTypeOf, it } from "vitest";
-import { createNotesStore, createNotesTools } from "./fixtures/notes-family.js";
+import { createNotesStore, createNotesTools } from "./testing/notes-family.js";
 import { defineFamily, type ToolFamily } from "./family.js";
 
 it("infers the family's types from its schema, with name, tools and tokens as given", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createNotesStore, createNotesTools } from "./fixtures/notes-family.js";
+import { createNotesStore, createNotesTools } from "./testing/notes-family.js";
 import { buildInventory } from "./inventory.js";
 import { GENERATED_MARKER, renderOperatorDocs } from "./operator-docs.js";
 import { defineProfile } from "./profile.js";

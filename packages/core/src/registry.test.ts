@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineFamily } from "./family.js";
-import { createNotesStore, createNotesTools } from "./fixtures/notes-family.js";
+import { createNotesStore, createNotesTools } from "./testing/notes-family.js";
 import { defineTool } from "./manifest.js";
 import { createToolRegistry } from "./registry.js";
 import { reachesFunction } from "./testing/describe-tool-family.js";

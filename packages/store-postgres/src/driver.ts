@@ -1,5 +1,6 @@
 import type pg from "pg";
-import { ToolError, type JournalDriver, type JournalTransaction, type ListFilter, type StoredEntry, type StoredRequest, type TransactionReads } from "@toolgate/core";
+import { ToolError } from "@toolgate/core";
+import { type JournalDriver, type JournalTransaction, type ListFilter, type StoredEntry, type StoredRequest, type TransactionReads } from "@toolgate/core/store-kit";
 
 export interface PostgresDriverOptions {
   /** The schema holding the journal's tables (created, migrated and checked by the caller). */

@@ -1,6 +1,7 @@
 import { createServer } from "node:net";
 import pg from "pg";
-import { sha256Hex, ToolError, verifyAuditChain, type Journal } from "@toolgate/core";
+import { sha256Hex, ToolError, type Journal } from "@toolgate/core";
+import { verifyAuditChain } from "@toolgate/core/operator";
 import { describeJournal, sampleIntent, sampleRequest } from "@toolgate/core/testing";
 import { expect, it } from "vitest";
 import { connectPostgresJournal, POSTGRES_SCHEMA_VERSION, type PostgresJournal } from "./index.js";

@@ -1,5 +1,7 @@
 import pg from "pg";
-import { auditKeyCheck, createJournal, ToolError, type AuditKey, type Journal } from "@toolgate/core";
+import { ToolError, type Journal } from "@toolgate/core";
+import { type AuditKey } from "@toolgate/core/operator";
+import { auditKeyCheck, createJournal } from "@toolgate/core/store-kit";
 import { postgresDriver } from "./driver.js";
 import { migrate, POSTGRES_SCHEMA_VERSION, SCHEMA_NAME } from "./schema.js";
 

@@ -1,7 +1,8 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { sha256Hex, verifyAuditChain } from "@toolgate/core";
+import { sha256Hex } from "@toolgate/core";
+import { verifyAuditChain } from "@toolgate/core/operator";
 import { sampleIntent, sampleRequest } from "@toolgate/core/testing";
 import { expect, it } from "vitest";
 import { connectPostgresJournal } from "./index.js";

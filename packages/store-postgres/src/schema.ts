@@ -1,5 +1,6 @@
 import type { PoolClient } from "pg";
-import { GENESIS_MAC, ToolError } from "@toolgate/core";
+import { ToolError } from "@toolgate/core";
+import { GENESIS_MAC } from "@toolgate/core/store-kit";
 
 /**
  * Schema migrations, in order, written for a schema name `S` (quoted before use). The meta table's

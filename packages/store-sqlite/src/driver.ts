@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
-import { GENESIS_MAC, ToolError, type AuditHead, type JournalDriver, type JournalTransaction, type ListFilter, type SealedAuditEvent } from "@toolgate/core";
+import { ToolError } from "@toolgate/core";
+import { GENESIS_MAC, type AuditHead, type JournalDriver, type JournalTransaction, type ListFilter, type SealedAuditEvent } from "@toolgate/core/store-kit";
 
 export interface SqliteDriverOptions {
   /** Batch the transactions that arrive in the same event-loop turn into one. */

@@ -1,6 +1,8 @@
 import { chmodSync, existsSync } from "node:fs";
 import Database from "better-sqlite3";
-import { auditKeyCheck, createJournal, ToolError, type AuditKey, type Journal } from "@toolgate/core";
+import { ToolError, type Journal } from "@toolgate/core";
+import { type AuditKey } from "@toolgate/core/operator";
+import { auditKeyCheck, createJournal } from "@toolgate/core/store-kit";
 import { sqliteDriver } from "./driver.js";
 import { migrate, SQLITE_SCHEMA_VERSION } from "./schema.js";
 

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { verifyAuditChain } from "@toolgate/core";
+import { verifyAuditChain } from "@toolgate/core/operator";
 import { afterAll, describe, expect, it } from "vitest";
 import { openSqliteJournal } from "./index.js";
 

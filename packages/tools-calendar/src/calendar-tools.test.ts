@@ -1,4 +1,5 @@
-import { createGate, createMemoryJournal, createToolRegistry, defineProfile, recoverOutbox, type CallOptions, type ConnectorRuntime, type Journal } from "@toolgate/core";
+import { createGate, createMemoryJournal, createToolRegistry, defineProfile, type CallOptions, type ConnectorRuntime, type Journal } from "@toolgate/core";
+import { recoverOutbox } from "@toolgate/core/operator";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCalendarTools } from "./calendar-tools.js";
 import { CALENDAR_PERMISSIONS, CALENDAR_SCOPES } from "./permissions.js";

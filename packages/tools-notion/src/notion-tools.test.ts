@@ -1,16 +1,7 @@
 import type { PageObjectResponse } from "@notionhq/client";
-import {
-  createConnectorRuntime,
-  createGate,
-  createMemoryJournal,
-  createMemoryVault,
-  createToolRegistry,
-  defineProfile,
-  recoverOutbox,
-  type Gate,
-  type Journal,
-  type Profile,
-} from "@toolgate/core";
+import { createGate, createMemoryJournal, createToolRegistry, defineProfile, type Gate, type Journal, type Profile } from "@toolgate/core";
+import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
+import { recoverOutbox } from "@toolgate/core/operator";
 import { afterEach, describe, expect, it } from "vitest";
 import { AGENT_TOKEN, SECRET_TITLE, startNotionWorld, type NotionWorld } from "./fixtures/notion-world.js";
 import { createNotionConnector, exchangeNotionCode } from "@toolgate/connector-notion";

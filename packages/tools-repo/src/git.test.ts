@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { TRUNCATION_MARKER, type VerifierRunResult } from "@toolgate/core";
+import { type VerifierRunResult } from "@toolgate/core";
+import { TRUNCATION_MARKER } from "@toolgate/core/boundary";
 import { call, createTempRepo, gateFor, invokeApproved, type TempRepo } from "./fixtures/git-repo.js";
 import { cappedText, completeRecords } from "./git.js";
 

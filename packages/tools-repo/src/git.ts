@@ -1,7 +1,8 @@
 import { mkdirSync, mkdtempSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createVerifier, ToolError, TRUNCATION_MARKER, type Verifier, type VerifierCommand, type VerifierRunResult, type VerifierSandbox } from "@toolgate/core";
+import { ToolError, type Verifier, type VerifierRunResult } from "@toolgate/core";
+import { createVerifier, TRUNCATION_MARKER, type VerifierCommand, type VerifierSandbox } from "@toolgate/core/boundary";
 
 /**
  * Options every git run carries, before the subcommand. Command-line configuration outranks the

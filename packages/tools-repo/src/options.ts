@@ -1,4 +1,5 @@
-import type { Verifier, VerifierEnv, VerifierSandbox } from "@toolgate/core";
+import type { Verifier } from "@toolgate/core";
+import type { VerifierEnv, VerifierSandbox } from "@toolgate/core/boundary";
 import type { GitIdentity } from "./git.js";
 
 /** One check an operator declares: a fixed argv the model can only name, never change. */

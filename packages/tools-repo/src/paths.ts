@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
-import { ToolError, type RootGuard } from "@toolgate/core";
+import { ToolError } from "@toolgate/core";
+import { type RootGuard } from "@toolgate/core/boundary";
 
 /** Longest path a tool accepts, in characters. */
 export const MAX_PATH_LENGTH = 4096;

@@ -2,7 +2,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, chmodSync } fro
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createGate, createMemoryJournal, createToolRegistry, createVerifier, ToolError, type Gate, type InvokeResult } from "@toolgate/core";
+import { createGate, createMemoryJournal, createToolRegistry, ToolError, type Gate, type InvokeResult } from "@toolgate/core";
+import { createVerifier } from "@toolgate/core/boundary";
 import { call, createTempRepo, exists, gateFor, identity, invokeApproved, type TempRepo } from "./fixtures/git-repo.js";
 import { createRepoTools } from "./index.js";
 

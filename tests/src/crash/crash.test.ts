@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { recoverOutbox, verifyAuditChain } from "@toolgate/core";
+import { recoverOutbox, verifyAuditChain } from "@toolgate/core/operator";
 import { openSqliteJournal } from "@toolgate/store-sqlite";
 import { expect, it } from "vitest";
 // @ts-expect-error plain ESM module shared with the child process

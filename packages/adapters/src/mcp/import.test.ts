@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
-import { buildInventory, createGate, createMemoryJournal, createToolRegistry, defineProfile, type OkResult } from "@toolgate/core";
+import { createGate, createMemoryJournal, createToolRegistry, defineProfile, type OkResult } from "@toolgate/core";
+import { buildInventory } from "@toolgate/core/operator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { importMcpServer, type ImportedMcpServer, type ImportMcpServerOptions } from "./import.js";

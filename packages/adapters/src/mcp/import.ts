@@ -2,23 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ToolListChangedNotificationSchema, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
-import {
-  canonicalJson,
-  defineFamily,
-  defineTool,
-  scanForInjection,
-  sha256Hex,
-  ToolError,
-  type AnyToolManifest,
-  type ApprovalPreview,
-  type ApprovalRule,
-  type DataClass,
-  type Effect,
-  type RiskLevel,
-  type RuntimeIsolation,
-  type ToolFamily,
-  type Visibility,
-} from "@toolgate/core";
+import { canonicalJson, defineFamily, defineTool, scanForInjection, sha256Hex, ToolError, type AnyToolManifest, type ApprovalPreview, type ApprovalRule, type DataClass, type Effect, type RiskLevel, type RuntimeIsolation, type ToolFamily, type Visibility } from "@toolgate/core";
 import { z } from "zod";
 
 /**

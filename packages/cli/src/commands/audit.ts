@@ -1,5 +1,6 @@
 import { writeFile } from "node:fs/promises";
-import { verifyAuditChain, type AuditRecord } from "@toolgate/core";
+import { type AuditRecord } from "@toolgate/core";
+import { verifyAuditChain } from "@toolgate/core/operator";
 import { CliFailure, EXIT, progress, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 

@@ -1,4 +1,4 @@
-import { addConnectionFromFile, connectionStatus, listConnections, removeConnection, type ConnectionStatus, type TokenVault } from "@toolgate/core";
+import { addConnectionFromFile, connectionStatus, listConnections, removeConnection, type ConnectionStatus, type TokenVault } from "@toolgate/core/connectors";
 import { CliFailure, EXIT, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { buildInventory, renderOperatorDocs } from "@toolgate/core";
+import { buildInventory, renderOperatorDocs } from "@toolgate/core/operator";
 import { CliFailure, EXIT, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 

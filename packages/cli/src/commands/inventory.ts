@@ -1,4 +1,4 @@
-import { buildInventory } from "@toolgate/core";
+import { buildInventory } from "@toolgate/core/operator";
 import { EXIT, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 

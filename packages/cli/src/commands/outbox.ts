@@ -1,4 +1,5 @@
-import { recoverOutbox, resolveOutboxEntry, type OutboxState } from "@toolgate/core";
+import { type OutboxState } from "@toolgate/core";
+import { recoverOutbox, resolveOutboxEntry } from "@toolgate/core/operator";
 import { CliFailure, EXIT, parseDuration, progress, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 

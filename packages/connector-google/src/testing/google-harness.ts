@@ -1,4 +1,5 @@
-import { createConnectorRuntime, createMemoryVault, type ConnectorRuntime, type TokenVault } from "@toolgate/core";
+import { type ConnectorRuntime } from "@toolgate/core";
+import { createConnectorRuntime, createMemoryVault, type TokenVault } from "@toolgate/core/connectors";
 import { startGoogleEmulator, type CalendarFixture, type GmailFixture, type GoogleEmulator } from "@toolgate/emulators";
 import { OAuth2Client } from "google-auth-library";
 import { createGoogleConnector } from "../google-connector.js";

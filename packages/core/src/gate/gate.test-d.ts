@@ -1,5 +1,5 @@
 import { describe, expectTypeOf, it } from "vitest";
-import { createNotesStore, createNotesTools } from "../fixtures/notes-family.js";
+import { createNotesStore, createNotesTools } from "../testing/notes-family.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import { defineProfile } from "../profile.js";
 import { createToolRegistry } from "../registry.js";

@@ -1,19 +1,4 @@
-import {
-  canonicalJson,
-  defineFamily,
-  defineTool,
-  hashCanonical,
-  isSideEffectful,
-  RISK_LEVELS,
-  TOOL_ID_MAX_LENGTH,
-  TOOL_ID_PATTERN,
-  ToolError,
-  type AnyToolManifest,
-  type ApprovalPreview,
-  type RuntimeIsolation,
-  type ToolContext,
-  type ToolFamily,
-} from "@toolgate/core";
+import { canonicalJson, defineFamily, defineTool, hashCanonical, isSideEffectful, RISK_LEVELS, TOOL_ID_MAX_LENGTH, TOOL_ID_PATTERN, ToolError, type AnyToolManifest, type ApprovalPreview, type RuntimeIsolation, type ToolContext, type ToolFamily } from "@toolgate/core";
 import { z } from "zod";
 import { VERIFICATION_STATES, type DeclaredTool, type ToolRegister } from "../protocol/messages.js";
 import type { CallOutcome } from "./session.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineFamily } from "../../family.js";
 import { createToolRegistry } from "../../registry.js";
-import { createNotesStore, createNotesTools } from "../../fixtures/notes-family.js";
+import { createNotesStore, createNotesTools } from "../../testing/notes-family.js";
 import { createMemoryJournal } from "../../journal/memory.js";
 import type { Journal } from "../../journal/types.js";
 import { defineTool } from "../../manifest.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createToolRegistry } from "../../registry.js";
-import { createNotesStore, createNotesTools } from "../../fixtures/notes-family.js";
+import { createNotesStore, createNotesTools } from "../../testing/notes-family.js";
 import { createMemoryJournal } from "../../journal/memory.js";
 import { defineTool } from "../../manifest.js";
 import { createGate } from "../gate.js";

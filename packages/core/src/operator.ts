@@ -1,0 +1,14 @@
+/**
+ * @toolgate/core/operator — what an operator runs beside the gate: recovery of interrupted
+ * intents, resolving an unknown outcome, verifying the audit chain, the capability inventory and
+ * the generated operator docs.
+ */
+export { recoverOutbox, resolveOutboxEntry } from "./recovery.js";
+export type { RecoverOutboxOptions, RecoveryReport, RecoveredEntry, ResolveOutboxOptions } from "./recovery.js";
+export { verifyAuditChain } from "./journal/audit-chain.js";
+export type { AuditChainVerdict, VerifyAuditChainOptions, AuditKey } from "./journal/audit-chain.js";
+export { buildInventory } from "./inventory.js";
+export type { Inventory, InventoryEntry, BuildInventoryOptions } from "./inventory.js";
+export { renderOperatorDocs } from "./operator-docs.js";
+export type { OperatorDocPage } from "./operator-docs.js";
+export { sovereigntyOf } from "./manifest.js";
