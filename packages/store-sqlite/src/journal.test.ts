@@ -125,6 +125,7 @@ describe("sqlite journal on disk", () => {
     raw.prepare("UPDATE outbox SET entry = json_set(entry, '$.state', 'done') WHERE key = 'k1'").run();
     raw.close();
     await expect(journal.getIntent("k1")).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    await expect(journal.getIntent("k1")).rejects.toThrow(/stored outbox entry does not match its schema/);
     await expect(journal.beginIntent(sampleIntent("k1"))).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
     expect((await journal.readAudit()).map((r) => r.type)).toEqual(["intent.recorded"]);
     await journal.close();
