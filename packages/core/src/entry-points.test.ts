@@ -34,8 +34,8 @@ const ENTRY_POINTS = {
   },
   "@toolgate/core/testing": {
     file: "testing/index.ts",
-    values: ["createNotesStore", "createNotesTools", "describeJournal", "describeToolFamily", "reachesFunction", "sampleIntent", "sampleRequest"],
-    types: ["DescribeToolFamilyOptions", "FamilyTestContext", "JournalUnderTest", "NotesStore"],
+    values: ["createCrashingJournal", "createNotesStore", "createNotesTools", "describeJournal", "describeToolFamily", "reachesFunction", "sampleIntent", "sampleRequest"],
+    types: ["CrashingJournal", "DescribeToolFamilyOptions", "FamilyTestContext", "JournalUnderTest", "NotesStore"],
   },
 } as const;
 

@@ -1,5 +1,6 @@
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile, type CallOptions, type ConnectorRuntime, type Journal } from "@toolgate/core";
 import { recoverOutbox } from "@toolgate/core/operator";
+import { createCrashingJournal } from "@toolgate/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCalendarTools } from "./calendar-tools.js";
 import { CALENDAR_PERMISSIONS, CALENDAR_SCOPES } from "./permissions.js";
@@ -15,23 +16,6 @@ const lunch = {
   end: { dateTime: "2025-03-12T13:30:00", timeZone: "Europe/Paris" },
   attendees: ["ana@example.test"],
 };
-
-/** A journal whose result writes fail while `crashed`: the process "dies" after the effect. */
-function crashable(journal: Journal): Journal & { crashed: boolean } {
-  const state = { crashed: false };
-  return new Proxy(journal as Journal & { crashed: boolean }, {
-    get(target, key) {
-      if (key === "crashed") return state.crashed;
-      if (key === "settleIntent" && state.crashed) return () => Promise.reject(new Error("process died"));
-      const value: unknown = Reflect.get(target, key);
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-    set(_target, key, value) {
-      if (key === "crashed") state.crashed = Boolean(value);
-      return true;
-    },
-  });
-}
 
 describe("calendar family through a real gate, the real client and the emulator", () => {
   let harness: Harness;
@@ -65,7 +49,7 @@ describe("calendar family through a real gate, the real client and the emulator"
   });
 
   it("survives a drop after the insert and a crash: recovery replays with the same id and yields exactly one event", async () => {
-    const journal = crashable(createMemoryJournal());
+    const journal = createCrashingJournal(createMemoryJournal());
     const before = gateWith({ retry: { maxAttempts: 1 } }, { journal });
     harness.emulator.inject({ kind: "drop_after_effect", methods: ["calendar.events.insert"] });
     journal.crashed = true;

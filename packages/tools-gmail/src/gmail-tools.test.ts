@@ -1,5 +1,6 @@
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile, type CallOptions, type ConnectorRuntime, type Journal } from "@toolgate/core";
 import { recoverOutbox } from "@toolgate/core/operator";
+import { createCrashingJournal } from "@toolgate/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createGmailTools } from "./gmail-tools.js";
 import { GMAIL_PERMISSIONS, GMAIL_SCOPES, SEND_CONSENT } from "./permissions.js";
@@ -14,23 +15,6 @@ const hello = { to: ["ana@example.test"], subject: "Lunch?", body: "Are you free
 function counting(inner: ConnectorRuntime): ConnectorRuntime & { opens: number } {
   const wrapper = { opens: 0, open: (request: Parameters<ConnectorRuntime["open"]>[0]) => (wrapper.opens++, inner.open(request)) };
   return wrapper;
-}
-
-/** A journal whose result writes fail while `crashed`: the process "dies" after the effect. */
-function crashable(journal: Journal): Journal & { crashed: boolean } {
-  const state = { crashed: false };
-  return new Proxy(journal as Journal & { crashed: boolean }, {
-    get(target, key) {
-      if (key === "crashed") return state.crashed;
-      if (key === "settleIntent" && state.crashed) return () => Promise.reject(new Error("process died"));
-      const value: unknown = Reflect.get(target, key);
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-    set(_target, key, value) {
-      if (key === "crashed") state.crashed = Boolean(value);
-      return true;
-    },
-  });
 }
 
 describe("gmail family through a real gate, the real client and the emulator", () => {
@@ -209,7 +193,7 @@ describe("gmail family through a real gate, the real client and the emulator", (
   });
 
   it("never resends after a crash between the send and its journaled result: recovery leaves it for an operator", async () => {
-    const journal = crashable(createMemoryJournal());
+    const journal = createCrashingJournal(createMemoryJournal());
     const before = gateWith({}, { journal });
     harness.emulator.inject({ kind: "drop_after_effect", methods: ["gmail.users.messages.send"] });
     journal.crashed = true;

@@ -2,6 +2,7 @@ import type { PageObjectResponse } from "@notionhq/client";
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile, type Gate, type Journal, type Profile } from "@toolgate/core";
 import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
 import { recoverOutbox } from "@toolgate/core/operator";
+import { createCrashingJournal } from "@toolgate/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { AGENT_TOKEN, SECRET_TITLE, startNotionWorld, type NotionWorld } from "./fixtures/notion-world.js";
 import { createNotionConnector, exchangeNotionCode } from "@toolgate/connector-notion";
@@ -148,28 +149,14 @@ describe("notion family: negative cases", () => {
   });
 
   it("recoverOutbox replays a create interrupted after its effect, and the marker prevents a duplicate", async () => {
-    const journal = createMemoryJournal();
-    let failSettle = true;
-    const flaky: Journal = new Proxy(journal, {
-      get(target, property, receiver) {
-        if (property === "settleIntent") {
-          return async (...args: Parameters<Journal["settleIntent"]>) => {
-            if (failSettle) {
-              failSettle = false;
-              throw new Error("the process died before the result was journaled");
-            }
-            return target.settleIntent(...args);
-          };
-        }
-        const value: unknown = Reflect.get(target, property, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    const { gate, world } = await setup({ journal: flaky });
+    const journal = createCrashingJournal(createMemoryJournal());
+    const { gate, world } = await setup({ journal });
     world.emulator.fault({ kind: "drop_after_effect", method: "POST", path: "/pages" });
     const input = { parent: { dataSourceId: world.ids.dataSourceId }, title: "Incident review" };
+    journal.crashed = true;
     const first = await approved(gate, "notion.create_page", input, { idempotencyKey: "incident-1" });
     expect(first.status).toBe("error");
+    journal.crashed = false;
     const pending = await journal.listOutbox({ states: ["pending"] });
     expect(pending).toHaveLength(1);
 
