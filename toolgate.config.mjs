@@ -16,7 +16,21 @@ export default {
     defineProfile({ name: "reader", allow: ["repo:read", "gmail:read", "calendar:read", "notion:read"], maxRisk: "low" }),
     defineProfile({
       name: "assistant",
-      allow: ["repo:read", "repo:check", "verifier:command", "gmail:read", "gmail:compose", "gmail:send", "calendar:read", "calendar:write", "notion:read", "notion:write", "notion:comment", "textstats:text-read", "textstats:units-convert"],
+      allow: [
+        "repo:read",
+        "repo:check",
+        "verifier:command",
+        "gmail:read",
+        "gmail:compose",
+        "gmail:send",
+        "calendar:read",
+        "calendar:write",
+        "notion:read",
+        "notion:write",
+        "notion:comment",
+        "textstats:text-read",
+        "textstats:units-convert",
+      ],
       maxRisk: "high",
       consents: [SEND_CONSENT, NOTION_WRITE_CONSENT],
       egress: ["personal"],
@@ -32,7 +46,10 @@ export default {
     });
     return {
       families: [
-        createRepoTools({ root: baseDir, checks: { syntax: { argv: ["node", "--check", "scripts/demo.mjs"], description: "syntax check of the demo script" } } }),
+        createRepoTools({
+          root: baseDir,
+          checks: { syntax: { argv: ["node", "--check", "scripts/demo.mjs"], description: "syntax check of the demo script" } },
+        }),
         createGmailTools({ recipientAllowlist: ["@example.test"] }),
         createCalendarTools(),
         createNotionTools(),
@@ -41,7 +58,10 @@ export default {
       // Connections come from the vault named here (none by default): tools fail closed without one.
       connectors: createConnectorRuntime({
         vault: vault ?? createMemoryVault(),
-        providers: [createGoogleConnector({ clientId: process.env.GOOGLE_CLIENT_ID ?? "unset", clientSecret: process.env.GOOGLE_CLIENT_SECRET ?? "unset" }), createNotionConnector()],
+        providers: [
+          createGoogleConnector({ clientId: process.env.GOOGLE_CLIENT_ID ?? "unset", clientSecret: process.env.GOOGLE_CLIENT_SECRET ?? "unset" }),
+          createNotionConnector(),
+        ],
       }),
       close: () => textstats.stop(),
     };

@@ -116,13 +116,21 @@ for (const dir of workspaces()) {
       used.add(name);
       // 1. declared in package.json
       if (!(test ? anywhere : production).has(name)) {
-        report(rel(file), `imports "${specifier}", but ${pkg.name} does not declare ${name} in ${test ? "any of its dependencies" : "dependencies or peerDependencies"}`);
+        report(
+          rel(file),
+          `imports "${specifier}", but ${pkg.name} does not declare ${name} in ${test ? "any of its dependencies" : "dependencies or peerDependencies"}`,
+        );
       }
       // 2. the package graph
       if (family !== undefined && /^@toolgate\/tools-/.test(name) && name !== pkg.name) report(rel(file), `a family imports another family (${name})`);
       if (!test && !isTestKit(file) && name.startsWith("@toolgate/") && name !== pkg.name) {
-        const allowed = family !== undefined ? /^@toolgate\/(core|provider-call|connector-[a-z0-9-]+)$/ : connector ? /^@toolgate\/(core|provider-call)$/ : undefined;
-        if (allowed && !allowed.test(name)) report(rel(file), `${family !== undefined ? "a family" : "a connector"} imports ${name}; it may import only @toolgate/core, @toolgate/provider-call${family !== undefined ? " and a connector" : ""}`);
+        const allowed =
+          family !== undefined ? /^@toolgate\/(core|provider-call|connector-[a-z0-9-]+)$/ : connector ? /^@toolgate\/(core|provider-call)$/ : undefined;
+        if (allowed && !allowed.test(name))
+          report(
+            rel(file),
+            `${family !== undefined ? "a family" : "a connector"} imports ${name}; it may import only @toolgate/core, @toolgate/provider-call${family !== undefined ? " and a connector" : ""}`,
+          );
       }
       // 3. no emulator or test kit in production code of a published package
       if (!pkg.private && !test && !isTestKit(file) && pkg.name !== "@toolgate/emulators") {
@@ -161,17 +169,24 @@ for (const dir of workspaces()) {
   // 4. the family shape
   if (family !== undefined) {
     for (const name of FAMILY_SHAPE.map((n) => n.replace("<family>", family))) {
-      if (!existsSync(path.join(src, name))) report(rel(path.join(src, name)), `missing: every family has ${FAMILY_SHAPE.map((n) => `src/${n}`).join(", ")}, src/tools/*.ts and src/<family>-tools.conformance.test.ts`);
+      if (!existsSync(path.join(src, name)))
+        report(
+          rel(path.join(src, name)),
+          `missing: every family has ${FAMILY_SHAPE.map((n) => `src/${n}`).join(", ")}, src/tools/*.ts and src/<family>-tools.conformance.test.ts`,
+        );
     }
     const tools = path.join(src, "tools");
-    if (!existsSync(tools) || !readdirSync(tools).some((n) => n.endsWith(".ts") && !TEST.test(n))) report(rel(tools), "missing: a family has one file per tool in src/tools/");
+    if (!existsSync(tools) || !readdirSync(tools).some((n) => n.endsWith(".ts") && !TEST.test(n)))
+      report(rel(tools), "missing: a family has one file per tool in src/tools/");
     const conformance = path.join(src, `${family}-tools.conformance.test.ts`);
     const suites = sourceFiles(src).filter((file) => /\bdescribeToolFamily\s*\(/.test(readFileSync(file, "utf8")));
-    if (!existsSync(conformance)) report(rel(conformance), "missing: the family's conformance suite (describeToolFamily from @toolgate/core/testing) runs in this file");
+    if (!existsSync(conformance))
+      report(rel(conformance), "missing: the family's conformance suite (describeToolFamily from @toolgate/core/testing) runs in this file");
     else if (!suites.includes(conformance) || !specifiers(conformance).includes("@toolgate/core/testing")) {
       report(rel(conformance), "does not run describeToolFamily from @toolgate/core/testing");
     }
-    for (const file of suites) if (file !== conformance) report(rel(file), `runs describeToolFamily; the family's suite runs once, in src/${family}-tools.conformance.test.ts`);
+    for (const file of suites)
+      if (file !== conformance) report(rel(file), `runs describeToolFamily; the family's suite runs once, in src/${family}-tools.conformance.test.ts`);
   }
 }
 
@@ -181,4 +196,6 @@ if (problems.length > 0) {
   console.error(`check-conventions: ${problems.length} problem${problems.length === 1 ? "" : "s"}`);
   process.exit(1);
 }
-console.log("check-conventions: every package's imports match its package.json, no family imports another, no emulator or test kit reaches production code, every family has the one shape");
+console.log(
+  "check-conventions: every package's imports match its package.json, no family imports another, no emulator or test kit reaches production code, every family has the one shape",
+);

@@ -42,7 +42,10 @@ function expect(condition, what) {
   }
 }
 function indent(text, prefix = "   | ") {
-  return text.split("\n").map((l) => `${prefix}${l}`).join("\n");
+  return text
+    .split("\n")
+    .map((l) => `${prefix}${l}`)
+    .join("\n");
 }
 
 // ---- the world: emulators, a fresh journal, a vault holding the connections ----
@@ -55,7 +58,15 @@ const google = await startGoogleEmulator({
   gmail: {
     address: OWNER,
     messages: [
-      { id: "m001", threadId: "m001", from: "Ana <ana@example.test>", to: OWNER, subject: "Quarterly plan", body: "Could you send me the plan for next quarter by Friday?", date: "2026-11-27T09:00:00Z" },
+      {
+        id: "m001",
+        threadId: "m001",
+        from: "Ana <ana@example.test>",
+        to: OWNER,
+        subject: "Quarterly plan",
+        body: "Could you send me the plan for next quarter by Friday?",
+        date: "2026-11-27T09:00:00Z",
+      },
       {
         id: "m002",
         threadId: "m002",
@@ -70,9 +81,22 @@ const google = await startGoogleEmulator({
 });
 const notionToken = `ntn_demo_${randomBytes(12).toString("hex")}`;
 const notion = await startNotionEmulator({
-  seed: { integrations: [{ id: "assistant", name: "Assistant", token: notionToken, capabilities: ["read_content", "update_content", "insert_content", "read_comments", "insert_comments"] }] },
+  seed: {
+    integrations: [
+      {
+        id: "assistant",
+        name: "Assistant",
+        token: notionToken,
+        capabilities: ["read_content", "update_content", "insert_content", "read_comments", "insert_comments"],
+      },
+    ],
+  },
 });
-const notes = notion.seedPage({ title: "Team notes", sharedWith: ["assistant"], children: [{ paragraph: { rich_text: [{ text: { content: "Plans and follow-ups." } }] } }] });
+const notes = notion.seedPage({
+  title: "Team notes",
+  sharedWith: ["assistant"],
+  children: [{ paragraph: { rich_text: [{ text: { content: "Plans and follow-ups." } }] } }],
+});
 const meetings = notion.seedDatabase({
   title: "Follow-ups",
   parent: { pageId: notes.id },
@@ -88,9 +112,21 @@ const vault = createMemoryVault({
   connections: [
     {
       connection: { id: "google-you", provider: "google" },
-      tokens: { accessToken: tokens.access_token, refreshToken: tokens.refresh_token, expiresAt: tokens.expiry_date ?? Date.now() + 3_600_000, scopes: (tokens.scope ?? "").split(" "), tokenType: "Bearer" },
+      tokens: {
+        accessToken: tokens.access_token,
+        refreshToken: tokens.refresh_token,
+        expiresAt: tokens.expiry_date ?? Date.now() + 3_600_000,
+        scopes: (tokens.scope ?? "").split(" "),
+        tokenType: "Bearer",
+      },
     },
-    { connection: { id: "notion-team", provider: "notion" }, tokens: notionIntegrationTokens({ token: notionToken, capabilities: ["read_content", "update_content", "insert_content", "insert_comments", "read_comments"] }) },
+    {
+      connection: { id: "notion-team", provider: "notion" },
+      tokens: notionIntegrationTokens({
+        token: notionToken,
+        capabilities: ["read_content", "update_content", "insert_content", "insert_comments", "read_comments"],
+      }),
+    },
   ],
 });
 const connectors = createConnectorRuntime({
@@ -122,10 +158,16 @@ const gate = createGate({ registry, journal, connectors, secrets: [clientSecret,
 const assistant = defineProfile({
   name: "assistant",
   allow: [
-    "repo:read", "repo:check", "verifier:command",
-    "gmail:read", "gmail:compose", "gmail:send",
-    "calendar:read", "calendar:write",
-    "notion:read", "notion:write",
+    "repo:read",
+    "repo:check",
+    "verifier:command",
+    "gmail:read",
+    "gmail:compose",
+    "gmail:send",
+    "calendar:read",
+    "calendar:write",
+    "notion:read",
+    "notion:write",
     "textstats:text-read",
   ],
   maxRisk: "high",
@@ -140,7 +182,12 @@ async function withApproval(toolId, input, call) {
   const first = await gate.invoke(toolId, input, call);
   decided(first, first.status === "approval_required" ? "a human must see this first" : undefined);
   if (first.status !== "approval_required") return { first, result: first };
-  console.log(indent(`${first.preview.summary}${first.preview.details ? `\n${JSON.stringify(first.preview.details, null, 2)}` : ""}${first.preview.body ? `\n---\n${first.preview.body}` : ""}`, "   preview | "));
+  console.log(
+    indent(
+      `${first.preview.summary}${first.preview.details ? `\n${JSON.stringify(first.preview.details, null, 2)}` : ""}${first.preview.body ? `\n---\n${first.preview.body}` : ""}`,
+      "   preview | ",
+    ),
+  );
   const grant = await gate.approvals.grant(first.requestId, { approver: "you" });
   console.log(`   you approved ${dim(first.requestId)}`);
   const result = await gate.invoke(toolId, input, { ...call, approval: grant, idempotencyKey: first.idempotencyKey });
@@ -156,7 +203,10 @@ try {
   step("Search the repository for createGate");
   const search = await gate.invoke("repo.search", { pattern: "createGate" }, as(assistant));
   decided(search, "repo:read held; output is someone else's words, so it is fenced");
-  expect(search.status === "ok" && search.output.matches.length > 0, `found ${search.output?.matches?.length ?? 0} matches, fenced: ${search.content?.startsWith("<untrusted-data")}`);
+  expect(
+    search.status === "ok" && search.output.matches.length > 0,
+    `found ${search.output?.matches?.length ?? 0} matches, fenced: ${search.content?.startsWith("<untrusted-data")}`,
+  );
 
   step("Run a check the operator declared (no shell, allowlisted argv)");
   const check = await gate.invoke("repo.check", { check: "syntax" }, as(assistant));
@@ -176,7 +226,11 @@ try {
   expect(evil.status === "ok" && evil.findings.length > 0, `flagged: ${[...new Set(evil.findings.map((f) => f.rule))].join(", ")}`);
 
   step("Draft a reply to Ana");
-  const draft = await gate.invoke("gmail.create_draft", { to: ["ana@example.test"], subject: "Re: Quarterly plan", body: "Hi Ana, the plan is attached to our team notes. I'll send it by Friday." }, as(assistant));
+  const draft = await gate.invoke(
+    "gmail.create_draft",
+    { to: ["ana@example.test"], subject: "Re: Quarterly plan", body: "Hi Ana, the plan is attached to our team notes. I'll send it by Friday." },
+    as(assistant),
+  );
   decided(draft);
   expect(draft.status === "ok", "draft saved");
 
@@ -189,15 +243,26 @@ try {
   expect(again.status === "ok" && again.replayed && google.gmail.sent.length === 1, `messages really sent: ${google.gmail.sent.length}`);
 
   step("Create a calendar event (approval), then retry it");
-  const event = { summary: "Quarterly plan with Ana", start: { dateTime: "2026-12-04T10:00:00", timeZone: "Europe/Paris" }, end: { dateTime: "2026-12-04T10:30:00", timeZone: "Europe/Paris" } };
+  const event = {
+    summary: "Quarterly plan with Ana",
+    start: { dateTime: "2026-12-04T10:00:00", timeZone: "Europe/Paris" },
+    end: { dateTime: "2026-12-04T10:30:00", timeZone: "Europe/Paris" },
+  };
   const before = google.calendar.events().length;
   const created = await withApproval("calendar.create_event", event, as(assistant, { idempotencyKey: "plan-meeting" }));
   const retried = await gate.invoke("calendar.create_event", event, as(assistant, { idempotencyKey: "plan-meeting" }));
   decided(retried, "a retry with the same key");
-  expect(created.result.status === "ok" && retried.status === "ok" && google.calendar.events().length === before + 1, `events added: ${google.calendar.events().length - before}`);
+  expect(
+    created.result.status === "ok" && retried.status === "ok" && google.calendar.events().length === before + 1,
+    `events added: ${google.calendar.events().length - before}`,
+  );
 
   step("Create a Notion page for the follow-up (approval)");
-  const page = await withApproval("notion.create_page", { parent: { databaseId: meetings.databaseId }, title: "Follow up with Ana", markdown: "## Next steps\n\n- Send the plan\n- Book the review" }, as(assistant));
+  const page = await withApproval(
+    "notion.create_page",
+    { parent: { databaseId: meetings.databaseId }, title: "Follow up with Ana", markdown: "## Next steps\n\n- Send the plan\n- Book the review" },
+    as(assistant),
+  );
   expect(page.result.status === "ok", "page created");
 
   step("Count words with the Python tool process");
@@ -217,11 +282,17 @@ try {
 
   step("The audit trail");
   const events = await journal.readAudit();
-  for (const e of events.slice(-18)) console.log(`   #${String(e.seq).padStart(3)} ${e.type.padEnd(18)} ${(e.toolId ?? "").padEnd(24)} ${dim(String(e.data.code ?? e.data.state ?? e.data.requestId ?? ""))}`);
+  for (const e of events.slice(-18))
+    console.log(
+      `   #${String(e.seq).padStart(3)} ${e.type.padEnd(18)} ${(e.toolId ?? "").padEnd(24)} ${dim(String(e.data.code ?? e.data.state ?? e.data.requestId ?? ""))}`,
+    );
   const verdict = verifyAuditChain(events, { key: auditKey, expectedHead: await journal.head() });
   expect(verdict.ok, verdict.ok ? `chain of ${verdict.count} events verified (HMAC-SHA256), head #${verdict.head.seq}` : `chain broken: ${verdict.reason}`);
   const everything = JSON.stringify(events);
-  expect(![tokens.access_token, tokens.refresh_token, clientSecret, notionToken].some((s) => s && everything.includes(s)), "no token or client secret anywhere in the journal");
+  expect(
+    ![tokens.access_token, tokens.refresh_token, clientSecret, notionToken].some((s) => s && everything.includes(s)),
+    "no token or client secret anywhere in the journal",
+  );
 } catch (error) {
   failures.push(`unexpected error: ${error instanceof Error ? error.stack : String(error)}`);
 } finally {

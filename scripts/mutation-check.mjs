@@ -73,10 +73,7 @@ function usage(problem) {
 // ---------- the lists ----------
 
 function findLists() {
-  const roots = [
-    ...readdirSync(path.join(ROOT, "packages")).map((name) => path.join(ROOT, "packages", name, "src")),
-    path.join(ROOT, "tests", "src"),
-  ];
+  const roots = [...readdirSync(path.join(ROOT, "packages")).map((name) => path.join(ROOT, "packages", name, "src")), path.join(ROOT, "tests", "src")];
   const found = [];
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -143,7 +140,11 @@ function loadMutations(lists) {
       }
       const count = occurrences(readFileSync(path.join(ROOT, file), "utf8"), m.find);
       if (count !== 1) {
-        return problems.push({ id: m.id, stale: true, message: `STALE     ${m.id}  (its "find" occurs ${count} times in ${file}, expected exactly once: re-point ${where})` });
+        return problems.push({
+          id: m.id,
+          stale: true,
+          message: `STALE     ${m.id}  (its "find" occurs ${count} times in ${file}, expected exactly once: re-point ${where})`,
+        });
       }
       mutations.push({ id: m.id, check: m.check, list: where, file, workspace, find: m.find, replace: m.replace, tests });
     });
@@ -267,7 +268,10 @@ async function runTests(scratch, tests, label) {
   for (const [ws, files] of byWorkspace) {
     const report = path.join(scratch, `.mutation-report-${label}-${n++}.json`);
     rmSync(report, { force: true });
-    const { code, timedOut, output } = await run([VITEST, "run", "--reporter=dot", "--reporter=json", `--outputFile.json=${report}`, ...new Set(files)], path.join(scratch, ws));
+    const { code, timedOut, output } = await run(
+      [VITEST, "run", "--reporter=dot", "--reporter=json", `--outputFile.json=${report}`, ...new Set(files)],
+      path.join(scratch, ws),
+    );
     result.output += `--- ${ws}: vitest run ${[...new Set(files)].join(" ")}\n${output}\n`;
     if (code !== 0) result.failedRun = true;
     if (timedOut) result.timedOut = true;
@@ -328,7 +332,9 @@ async function main() {
       const t0 = Date.now();
       const baseline = await runTests(scratch, baselineTests, "baseline");
       if (baseline.failedRun) {
-        console.log(`BASELINE FAILED  (${baseline.failing} failing of ${baseline.total} tests, ${seconds(Date.now() - t0)} s): the listed tests fail without any mutation`);
+        console.log(
+          `BASELINE FAILED  (${baseline.failing} failing of ${baseline.total} tests, ${seconds(Date.now() - t0)} s): the listed tests fail without any mutation`,
+        );
         for (const name of baseline.failingNames) console.log(`    ${name}`);
         console.log(tail(baseline.output));
         baselineFailed = true;
@@ -357,7 +363,10 @@ async function main() {
         cpSync(pristine, dist, { recursive: true, verbatimSymlinks: true });
       }
       try {
-        writeFileSync(target, original.replace(m.find, () => m.replace));
+        writeFileSync(
+          target,
+          original.replace(m.find, () => m.replace),
+        );
         if (hasDist && m.tests.some((t) => workspaceOf(t) !== m.workspace)) {
           const built = await build(scratch, m.workspace);
           if (built.code !== 0) {
@@ -376,7 +385,12 @@ async function main() {
           broken.push(m.id);
         } else if (result.failedRun) {
           caught++;
-          const what = result.failing > 0 ? `${result.failing} failing test${result.failing === 1 ? "" : "s"}` : result.timedOut ? "timed out" : "a test file did not load";
+          const what =
+            result.failing > 0
+              ? `${result.failing} failing test${result.failing === 1 ? "" : "s"}`
+              : result.timedOut
+                ? "timed out"
+                : "a test file did not load";
           console.log(`caught    ${m.id}  (${what}, ${took})`);
           if (verbose) for (const name of result.failingNames) console.log(`    ${name}`);
         } else {

@@ -5,10 +5,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
-const workspaces = [
-  ...readdirSync(join(root, "packages")).map((name) => join(root, "packages", name)),
-  join(root, "tests"),
-];
+const workspaces = [...readdirSync(join(root, "packages")).map((name) => join(root, "packages", name)), join(root, "tests")];
 let passed = 0;
 let failed = 0;
 let skipped = 0;

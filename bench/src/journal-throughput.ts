@@ -68,10 +68,15 @@ async function measureStore(label: string, journal: Journal): Promise<string[]> 
     if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);
   };
   const out: string[] = [];
-  for (const [tool, fn] of [["pure tool", pure], ["side-effectful tool", effect]] as const) {
+  for (const [tool, fn] of [
+    ["pure tool", pure],
+    ["side-effectful tool", effect],
+  ] as const) {
     const sequential = await callsPerSecond(fn, 1);
     const parallel = await callsPerSecond(fn, IN_FLIGHT);
-    out.push(`${`${label}, ${tool}`.padEnd(38)} ${fmt(sequential).padStart(9)} calls/s sequential   ${fmt(parallel).padStart(9)} calls/s with ${IN_FLIGHT} in flight`);
+    out.push(
+      `${`${label}, ${tool}`.padEnd(38)} ${fmt(sequential).padStart(9)} calls/s sequential   ${fmt(parallel).padStart(9)} calls/s with ${IN_FLIGHT} in flight`,
+    );
   }
   return out;
 }

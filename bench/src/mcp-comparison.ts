@@ -14,7 +14,12 @@ type Contender = () => Promise<void>;
 const args = { text: "governed tools for agents that hold a real mailbox" };
 
 /** Calls per second with `concurrency` calls in flight: median of interleaved rounds. */
-async function inFlightRates(contenders: Record<string, Contender>, concurrency: number, callsPerRound: number, rounds: number): Promise<Record<string, number>> {
+async function inFlightRates(
+  contenders: Record<string, Contender>,
+  concurrency: number,
+  callsPerRound: number,
+  rounds: number,
+): Promise<Record<string, number>> {
   const samples: Record<string, number[]> = Object.fromEntries(Object.keys(contenders).map((n) => [n, []]));
   for (let r = 0; r < rounds + 1; r++) {
     for (const [name, fn] of Object.entries(contenders)) {
@@ -62,7 +67,10 @@ export async function benchMcpComparison(): Promise<string[]> {
   const children = fileURLToPath(new URL("./mcp-children/", import.meta.url));
   const profile = defineProfile({ name: "bench", allow: ["bench:read", "bench_process:text-read"], maxRisk: "low" });
   const call = { principal: "bench-agent", tenant: "bench", profile };
-  const gate = createGate({ registry: createToolRegistry({ families: [defineFamily({ name: "bench", tools: [countWordsTool], permissions: ["bench:read"] })] }), journal: createMemoryJournal() });
+  const gate = createGate({
+    registry: createToolRegistry({ families: [defineFamily({ name: "bench", tools: [countWordsTool], permissions: ["bench:read"] })] }),
+    journal: createMemoryJournal(),
+  });
 
   const mcpMemory = await inMemoryClient(mcpSdkServer());
   const gateMcpMemory = await inMemoryClient(createMcpServer(gate, { profile, principal: "bench-agent", tenant: "bench" }));
@@ -74,7 +82,13 @@ export async function benchMcpComparison(): Promise<string[]> {
   let processNote = "";
   try {
     const { startToolProcess } = await import("@toolgate/process");
-    const handle = await startToolProcess({ name: "bench_process", command: process.execPath, args: [`${children}tool-process.js`], expectedScopes: { count_words: "text:read" }, tools: { count_words: { effect: "read", risk: "low" } } });
+    const handle = await startToolProcess({
+      name: "bench_process",
+      command: process.execPath,
+      args: [`${children}tool-process.js`],
+      expectedScopes: { count_words: "text:read" },
+      tools: { count_words: { effect: "read", risk: "low" } },
+    });
     stopProcess = () => handle.stop();
     processGate = createGate({ registry: createToolRegistry({ families: [handle.family] }), journal: createMemoryJournal() }) as unknown as Gate;
   } catch (cause) {
@@ -104,7 +118,9 @@ export async function benchMcpComparison(): Promise<string[]> {
     const lines = [
       "MCP comparison — same trivial tool; sequential: median of 15 interleaved rounds × 200 calls; 64 in flight: median of 7 rounds × 2000 calls",
       `${"".padEnd(34)} ${"µs/call".padStart(9)} ${"calls/s seq".padStart(12)} ${"calls/s ×64".padStart(12)}`,
-      ...Object.keys(contenders).map((n) => `${n.padEnd(34)} ${micros[n]!.toFixed(1).padStart(9)} ${seq(n).toFixed(0).padStart(12)} ${parallel[n]!.toFixed(0).padStart(12)}`),
+      ...Object.keys(contenders).map(
+        (n) => `${n.padEnd(34)} ${micros[n]!.toFixed(1).padStart(9)} ${seq(n).toFixed(0).padStart(12)} ${parallel[n]!.toFixed(0).padStart(12)}`,
+      ),
       `in-process gate vs MCP in-memory round trip: ×${(micros["MCP SDK, in-memory transport"]! / micros["gate.invoke in-process"]!).toFixed(1)} (target ≥ ×5)`,
     ];
     if (processGate) {

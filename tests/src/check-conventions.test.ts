@@ -13,15 +13,24 @@ const script = fileURLToPath(new URL("../../scripts/check-conventions.mjs", impo
 type Tree = Record<string, string>;
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-const entry = (source: string) => ({ types: source.replace("./src/", "./dist/").replace(/\.ts$/, ".d.ts"), "@toolgate/source": source, import: source.replace("./src/", "./dist/").replace(/\.ts$/, ".js") });
+const entry = (source: string) => ({
+  types: source.replace("./src/", "./dist/").replace(/\.ts$/, ".d.ts"),
+  "@toolgate/source": source,
+  import: source.replace("./src/", "./dist/").replace(/\.ts$/, ".js"),
+});
 
 /** A family on a connector on core, with an emulator for tests only: every convention kept. */
 function wellFormed(): Tree {
   return {
     "package.json": json({ private: true, workspaces: ["packages/*"], devDependencies: { typescript: "5.9.3", vitest: "4.1.12" } }),
-    "packages/core/package.json": json({ name: "@toolgate/core", exports: { ".": entry("./src/index.ts"), "./testing": entry("./src/testing/index.ts") }, peerDependencies: { vitest: "4.1.12" } }),
+    "packages/core/package.json": json({
+      name: "@toolgate/core",
+      exports: { ".": entry("./src/index.ts"), "./testing": entry("./src/testing/index.ts") },
+      peerDependencies: { vitest: "4.1.12" },
+    }),
     "packages/core/src/index.ts": "export const defineFamily = (family: unknown) => family;\n",
-    "packages/core/src/testing/index.ts": 'import { describe } from "vitest";\nexport const describeToolFamily = (name: string) => describe(name, () => undefined);\n',
+    "packages/core/src/testing/index.ts":
+      'import { describe } from "vitest";\nexport const describeToolFamily = (name: string) => describe(name, () => undefined);\n',
     "packages/emulators/package.json": json({ name: "@toolgate/emulators", exports: { ".": entry("./src/index.ts") } }),
     "packages/emulators/src/index.ts": "export const startEmulator = () => ({ url: 'http://127.0.0.1:1' });\n",
     "packages/connector-acme/package.json": json({
@@ -40,13 +49,16 @@ function wellFormed(): Tree {
       devDependencies: { "@toolgate/emulators": "0.1.0", "@toolgate/tools-other": "0.1.0", zod: "4.6.7" },
     }),
     "packages/tools-acme/src/index.ts": 'export { createAcmeTools } from "./acme-tools.js";\n',
-    "packages/tools-acme/src/acme-tools.ts": 'import { defineFamily } from "@toolgate/core";\nimport { pingTool } from "./tools/ping.js";\nexport const createAcmeTools = () => defineFamily({ tools: [pingTool()] });\n',
+    "packages/tools-acme/src/acme-tools.ts":
+      'import { defineFamily } from "@toolgate/core";\nimport { pingTool } from "./tools/ping.js";\nexport const createAcmeTools = () => defineFamily({ tools: [pingTool()] });\n',
     "packages/tools-acme/src/permissions.ts": 'export const ACME_PERMISSIONS = ["acme:read"] as const;\n',
     "packages/tools-acme/src/options.ts": "export interface AcmeToolsOptions { readonly limit?: number }\n",
     "packages/tools-acme/src/client.ts": 'import { connect } from "@toolgate/connector-acme";\nexport const acmeClient = () => connect();\n',
-    "packages/tools-acme/src/tools/ping.ts": 'import { acmeClient } from "../client.js";\nexport const pingTool = () => ({ id: "acme.ping", run: acmeClient });\n',
+    "packages/tools-acme/src/tools/ping.ts":
+      'import { acmeClient } from "../client.js";\nexport const pingTool = () => ({ id: "acme.ping", run: acmeClient });\n',
     "packages/tools-acme/src/acme-tools.conformance.test.ts": 'import { describeToolFamily } from "@toolgate/core/testing";\ndescribeToolFamily("acme");\n',
-    "packages/tools-acme/src/acme-tools.test.ts": 'import { harness } from "@toolgate/connector-acme/testing";\nimport { startEmulator } from "@toolgate/emulators";\nimport { z } from "zod";\nimport { it } from "vitest";\nit("pings", () => void [harness, startEmulator, z]);\n',
+    "packages/tools-acme/src/acme-tools.test.ts":
+      'import { harness } from "@toolgate/connector-acme/testing";\nimport { startEmulator } from "@toolgate/emulators";\nimport { z } from "zod";\nimport { it } from "vitest";\nit("pings", () => void [harness, startEmulator, z]);\n',
   };
 }
 
@@ -82,12 +94,17 @@ describe("check-conventions refuses", () => {
   it("a family's production code importing an emulator it declares only for tests", () => {
     const tree = wellFormed();
     tree["packages/tools-acme/src/client.ts"] = 'import { startEmulator } from "@toolgate/emulators";\nexport const acmeClient = () => startEmulator();\n';
-    expectRefused(tree, 'packages/tools-acme/src/client.ts: production code imports "@toolgate/emulators"', "does not declare @toolgate/emulators in dependencies or peerDependencies");
+    expectRefused(
+      tree,
+      'packages/tools-acme/src/client.ts: production code imports "@toolgate/emulators"',
+      "does not declare @toolgate/emulators in dependencies or peerDependencies",
+    );
   });
 
   it("a family importing another family, in a test as in production", () => {
     const tree = wellFormed();
-    tree["packages/tools-acme/src/acme-tools.test.ts"] = 'import { other } from "@toolgate/tools-other";\nimport { it } from "vitest";\nit("x", () => void other);\n';
+    tree["packages/tools-acme/src/acme-tools.test.ts"] =
+      'import { other } from "@toolgate/tools-other";\nimport { it } from "vitest";\nit("x", () => void other);\n';
     expectRefused(tree, "packages/tools-acme/src/acme-tools.test.ts: a family imports another family (@toolgate/tools-other)");
   });
 
@@ -99,7 +116,10 @@ describe("check-conventions refuses", () => {
 
   it("a connector importing a family", () => {
     const tree = wellFormed();
-    tree["packages/connector-acme/package.json"] = tree["packages/connector-acme/package.json"]!.replace('"@toolgate/core": "0.1.0"', '"@toolgate/core": "0.1.0", "@toolgate/tools-acme": "0.1.0"');
+    tree["packages/connector-acme/package.json"] = tree["packages/connector-acme/package.json"]!.replace(
+      '"@toolgate/core": "0.1.0"',
+      '"@toolgate/core": "0.1.0", "@toolgate/tools-acme": "0.1.0"',
+    );
     tree["packages/connector-acme/src/index.ts"] = 'import { createAcmeTools } from "@toolgate/tools-acme";\nexport const connect = () => createAcmeTools();\n';
     expectRefused(tree, "packages/connector-acme/src/index.ts: a connector imports @toolgate/tools-acme");
   });

@@ -2,11 +2,21 @@ import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defi
 import { z } from "zod";
 
 const saveNote = defineTool({
-  id: "notes.save_note", title: "Save a note", description: "Save a note. Overwrites the old text.",
-  input: z.object({ name: z.string(), text: z.string() }), output: z.object({ saved: z.string() }),
-  actionType: "notes-write", effect: "write", requiredAllowlist: ["notes:write"], risk: "medium",
-  approval: "always", preview: ({ name, text }) => ({ summary: `Save note ${name}`, body: text }),
-  idempotent: true, retryable: true, reversible: true, untrustedOutput: false,
+  id: "notes.save_note",
+  title: "Save a note",
+  description: "Save a note. Overwrites the old text.",
+  input: z.object({ name: z.string(), text: z.string() }),
+  output: z.object({ saved: z.string() }),
+  actionType: "notes-write",
+  effect: "write",
+  requiredAllowlist: ["notes:write"],
+  risk: "medium",
+  approval: "always",
+  preview: ({ name, text }) => ({ summary: `Save note ${name}`, body: text }),
+  idempotent: true,
+  retryable: true,
+  reversible: true,
+  untrustedOutput: false,
   runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
   handler: ({ name }) => ({ saved: name }),
 });

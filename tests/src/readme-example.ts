@@ -2,10 +2,17 @@ import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defi
 import { z } from "zod";
 
 const countWords = defineTool({
-  id: "text.count_words", title: "Count words", description: "Count the words in a text.",
-  input: z.object({ text: z.string() }), output: z.object({ words: z.number() }),
-  actionType: "compute", effect: "none", requiredAllowlist: ["text:read"], risk: "low", approval: "never",
-  idempotent: true, retryable: true, reversible: true, untrustedOutput: false,
+  id: "text.count_words",
+  title: "Count words",
+  description: "Count the words in a text.",
+  input: z.object({ text: z.string() }),
+  output: z.object({ words: z.number() }),
+  actionType: "compute",
+  effect: "none",
+  requiredAllowlist: ["text:read"],
+  risk: "low",
+  approval: "never",
+  untrustedOutput: false,
   runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
   handler: ({ text }) => ({ words: text.split(/\s+/).filter(Boolean).length }),
 });
@@ -13,6 +20,5 @@ const registry = createToolRegistry({ families: [defineFamily({ name: "text", to
 const profile = defineProfile({ name: "reader", allow: ["text:read"], maxRisk: "low" });
 const gate = createGate({ registry, journal: createMemoryJournal() });
 
-const result = await gate.invoke("text.count_words", { text: "governed tools for agents" }, { principal: "agent-1", tenant: "acme", profile });
+export const result = await gate.invoke("text.count_words", { text: "governed tools for agents" }, { principal: "agent-1", tenant: "acme", profile });
 if (result.status === "ok") console.log(result.output.words); // 4
-export { result };

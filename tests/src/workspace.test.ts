@@ -7,7 +7,9 @@ import type { ViteUserConfig } from "vitest/config";
  * A package that missed either would test a stale dist, or pass tests that check nothing, silently.
  */
 const root = new URL("../../", import.meta.url);
-const suites = [...readdirSync(new URL("packages/", root)).map((name) => `packages/${name}/`), "tests/"].filter((dir) => existsSync(new URL(`${dir}package.json`, root)));
+const suites = [...readdirSync(new URL("packages/", root)).map((name) => `packages/${name}/`), "tests/"].filter((dir) =>
+  existsSync(new URL(`${dir}package.json`, root)),
+);
 const packages = suites.filter((dir) => dir.startsWith("packages/"));
 
 describe("the workspace tests what it ships", () => {

@@ -27,7 +27,8 @@ describe("toolgate (the real binary, in a temp project)", () => {
   it("--help lists every subcommand and the exit codes", () => {
     const r = toolgate("--help");
     expect(r.code).toBe(0);
-    for (const word of ["docs", "inventory", "call", "approvals", "audit", "outbox", "connections", "tool", "serve-mcp", "Exit codes"]) expect(r.stdout).toContain(word);
+    for (const word of ["docs", "inventory", "call", "approvals", "audit", "outbox", "connections", "tool", "serve-mcp", "Exit codes"])
+      expect(r.stdout).toContain(word);
   });
 
   it("an unknown flag is a usage error (2); a missing config is a configuration error (3) with a hint and no stack", () => {
@@ -179,7 +180,14 @@ describe("toolgate serve-mcp", () => {
     const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
     const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
     const client = new Client({ name: "cli-test", version: "1.0.0" });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [bin, "serve-mcp", "--profile", "reader"], cwd: dir, env: { PATH: process.env["PATH"] ?? "" } }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [bin, "serve-mcp", "--profile", "reader"],
+        cwd: dir,
+        env: { PATH: process.env["PATH"] ?? "" },
+      }),
+    );
     try {
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name)).toEqual(["notes.count_words"]);
@@ -203,7 +211,16 @@ describe("toolgate connections", () => {
     spawnSync("mkdir", ["-p", join(dir, "keys")]);
     writeFileSync(join(dir, "keys", "vault.key"), `${"ab".repeat(32)}\n`, { mode: 0o600 });
     const secret = "ya29.token-that-must-never-print";
-    writeFileSync(join(dir, "token.json"), JSON.stringify({ access_token: secret, refresh_token: "1//refresh-never-print", expires_in: 3600, scope: "https://www.googleapis.com/auth/gmail.readonly", token_type: "Bearer" }));
+    writeFileSync(
+      join(dir, "token.json"),
+      JSON.stringify({
+        access_token: secret,
+        refresh_token: "1//refresh-never-print",
+        expires_in: 3600,
+        scope: "https://www.googleapis.com/auth/gmail.readonly",
+        token_type: "Bearer",
+      }),
+    );
     const added = toolgate("connections", "add", "--id", "work-google", "--provider", "google", "--file", "token.json", "--default");
     expect(added.code, added.stderr).toBe(0);
     const status = toolgate("connections", "status", "--json");

@@ -25,7 +25,12 @@ describe("toolgate.config.json", () => {
     );
     expect(config.profiles).toEqual([{ name: "reader", allow: ["notes:read"], maxRisk: "low", consents: [], egress: [], onInjection: "flag" }]);
     expect(Object.isFrozen(config.profiles[0])).toBe(true);
-    expect(config).toMatchObject({ journal: { memory: true }, auditKey: { env: "AUDIT_KEY" }, vault: { file: "vault.enc", key: { file: "vault.key" } }, principal: "agent" });
+    expect(config).toMatchObject({
+      journal: { memory: true },
+      auditKey: { env: "AUDIT_KEY" },
+      vault: { file: "vault.enc", key: { file: "vault.key" } },
+      principal: "agent",
+    });
     expect(typeof config.compose).toBe("function");
   });
 

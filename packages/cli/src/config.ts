@@ -89,7 +89,9 @@ export function findConfig(cwd: string, explicit?: string): string {
     const path = join(cwd, name);
     if (existsSync(path)) return path;
   }
-  throw new ToolError("config_invalid", `no ${CONFIG_NAMES.join(", ")} in ${cwd}`, { details: { hint: "pass --config <file>, or run toolgate in the directory that has one" } });
+  throw new ToolError("config_invalid", `no ${CONFIG_NAMES.join(", ")} in ${cwd}`, {
+    details: { hint: "pass --config <file>, or run toolgate in the directory that has one" },
+  });
 }
 
 export async function loadConfig(path: string): Promise<ToolgateConfig> {
@@ -97,7 +99,12 @@ export async function loadConfig(path: string): Promise<ToolgateConfig> {
   if (ext === ".json") return fromJson(path);
   const module = ext === ".ts" ? await importTypeScript(path) : await import(pathToFileURL(path).href);
   const config = (module as { default?: unknown }).default;
-  if (!config || typeof config !== "object" || typeof (config as ToolgateConfig).compose !== "function" || !Array.isArray((config as ToolgateConfig).profiles)) {
+  if (
+    !config ||
+    typeof config !== "object" ||
+    typeof (config as ToolgateConfig).compose !== "function" ||
+    !Array.isArray((config as ToolgateConfig).profiles)
+  ) {
     throw new ToolError("config_invalid", `${basename(path)} must export default defineConfig({ compose, profiles })`);
   }
   return config as ToolgateConfig;

@@ -35,15 +35,17 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
 
-  const withRuntime: WithRuntime = (action) => async (...args: unknown[]) => {
-    const globals = program.opts<{ config?: string; debug?: boolean }>();
-    const runtime = await openRuntime({ cwd: options.cwd ?? process.cwd(), ...(globals.config ? { configPath: globals.config } : {}) });
-    try {
-      exitCode = await (action as (r: Runtime, ...a: unknown[]) => Promise<number>)(runtime, ...args);
-    } finally {
-      await runtime.close();
-    }
-  };
+  const withRuntime: WithRuntime =
+    (action) =>
+    async (...args: unknown[]) => {
+      const globals = program.opts<{ config?: string; debug?: boolean }>();
+      const runtime = await openRuntime({ cwd: options.cwd ?? process.cwd(), ...(globals.config ? { configPath: globals.config } : {}) });
+      try {
+        exitCode = await (action as (r: Runtime, ...a: unknown[]) => Promise<number>)(runtime, ...args);
+      } finally {
+        await runtime.close();
+      }
+    };
 
   program
     .command("docs")
@@ -130,7 +132,9 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .addOption(new Option("--not-applied", "the effect did not happen"))
     .requiredOption("--operator <name>", "who decided")
     .option("--note <text>", "why")
-    .action(withRuntime((rt, key: string, opts: { applied?: boolean; notApplied?: boolean; operator: string; note?: string }) => outboxResolve(rt, key, opts, io)));
+    .action(
+      withRuntime((rt, key: string, opts: { applied?: boolean; notApplied?: boolean; operator: string; note?: string }) => outboxResolve(rt, key, opts, io)),
+    );
 
   const connections = program.command("connections").description("the token vault: connections to providers");
   connections

@@ -67,7 +67,8 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
     vault,
     profile(name: string): Profile {
       const found = byName.get(name);
-      if (!found) throw new ToolError("config_invalid", `no profile named ${JSON.stringify(name)}`, { details: { hint: `profiles: ${[...byName.keys()].join(", ")}` } });
+      if (!found)
+        throw new ToolError("config_invalid", `no profile named ${JSON.stringify(name)}`, { details: { hint: `profiles: ${[...byName.keys()].join(", ")}` } });
       return found;
     },
     async close() {

@@ -18,7 +18,9 @@ export function googleFailureOf(error: unknown): ProviderFailure {
   if (!response || typeof response.status !== "number") return { status: undefined, message: "the connection failed before an answer arrived" };
   const data = response.data as { error?: { message?: unknown; errors?: { reason?: unknown }[]; details?: { reason?: unknown }[] } | string } | undefined;
   const body = typeof data?.error === "object" ? data.error : undefined;
-  const reason = [body?.errors?.[0]?.reason, body?.details?.[0]?.reason, typeof data?.error === "string" ? data.error : undefined].find((r): r is string => typeof r === "string");
+  const reason = [body?.errors?.[0]?.reason, body?.details?.[0]?.reason, typeof data?.error === "string" ? data.error : undefined].find(
+    (r): r is string => typeof r === "string",
+  );
   const status = response.status;
   return {
     status,

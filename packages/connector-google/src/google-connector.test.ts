@@ -3,7 +3,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, defineTool, ToolError, type ConnectorOpenRequest } from "@toolgate/core";
+import {
+  createGate,
+  createMemoryJournal,
+  createToolRegistry,
+  defineFamily,
+  defineProfile,
+  defineTool,
+  ToolError,
+  type ConnectorOpenRequest,
+} from "@toolgate/core";
 import { createConnectorRuntime, createFileVault, generateVaultKey, type ConnectorLogEvent, type TokenSet, type TokenVault } from "@toolgate/core/connectors";
 import { OAuth2Client } from "google-auth-library";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -232,7 +241,9 @@ async function captureOutput<T>(work: () => Promise<T>): Promise<{ value: T; out
   const out = vi.spyOn(process.stdout, "write").mockImplementation(grab as typeof process.stdout.write);
   const err = vi.spyOn(process.stderr, "write").mockImplementation(grab as typeof process.stderr.write);
   const logs = (["log", "error", "warn", "info", "debug"] as const).map((level) =>
-    vi.spyOn(console, level).mockImplementation((...args: unknown[]) => void chunks.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "))),
+    vi
+      .spyOn(console, level)
+      .mockImplementation((...args: unknown[]) => void chunks.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "))),
   );
   try {
     return { value: await work(), output: chunks.join("\n") };
@@ -252,7 +263,10 @@ function expectNoSecret(text: string, secrets: readonly string[]): void {
 
 describe("google connector: refusals first", () => {
   it("a refresh token is needed: an expired connection without one → connector_reauth_required, no request sent", async () => {
-    await openVault().put({ id: "google-acme", provider: "google", tenant: "acme", isDefault: true }, { accessToken: STALE_ACCESS, expiresAt: T0 - 1, scopes: [GMAIL_READ], tokenType: "Bearer" });
+    await openVault().put(
+      { id: "google-acme", provider: "google", tenant: "acme", isDefault: true },
+      { accessToken: STALE_ACCESS, expiresAt: T0 - 1, scopes: [GMAIL_READ], tokenType: "Bearer" },
+    );
     const error = await failure(runtimeOver(openVault()).open(openRequest()));
     expect(error.code).toBe("connector_reauth_required");
     expect(error.message).toMatch(/^connection google-acme \(google\) must be authorized again/);
@@ -323,7 +337,13 @@ describe("google connector: refresh against a real token endpoint", () => {
     const first = await runtimeOver(openVault()).open(openRequest());
     expect(server.tokenRequests).toBe(1);
     const stored = await openVault().readTokens("google-acme");
-    expect(stored).toEqual({ accessToken: server.issued[0], refreshToken: REFRESH, expiresAt: expect.any(Number), scopes: [GMAIL_READ, CALENDAR], tokenType: "Bearer" });
+    expect(stored).toEqual({
+      accessToken: server.issued[0],
+      refreshToken: REFRESH,
+      expiresAt: expect.any(Number),
+      scopes: [GMAIL_READ, CALENDAR],
+      tokenType: "Bearer",
+    });
     expect(stored!.expiresAt).toBeGreaterThan(T0 + 3_500_000);
     expect(stored!.expiresAt).toBeLessThanOrEqual(T0 + 3_599_000);
     expect((await first.client<OAuth2Client>()).credentials.access_token).toBe(server.issued[0]);
@@ -382,7 +402,17 @@ describe("google connector: secrets echoed back never leave", () => {
     expect(revoked).toMatchObject({ status: "error", code: "connector_reauth_required" });
     expect(server.tokenRequests).toBe(2);
 
-    const everything = JSON.stringify({ rejected, revoked, audit: await journal.readAudit(), outbox: await journal.listOutbox(), audit2: await journal2.readAudit(), outbox2: await journal2.listOutbox(), log, out1, out2 });
+    const everything = JSON.stringify({
+      rejected,
+      revoked,
+      audit: await journal.readAudit(),
+      outbox: await journal.listOutbox(),
+      audit2: await journal2.readAudit(),
+      outbox2: await journal2.listOutbox(),
+      log,
+      out1,
+      out2,
+    });
     expectNoSecret(everything, ["GOCSPX-wrong-secret-value", CLIENT_SECRET, REFRESH, STALE_ACCESS]);
     expect(everything).toContain("google-acme");
   });

@@ -40,8 +40,10 @@ export interface GoogleConnectorOptions {
  * ```
  */
 export function createGoogleConnector(options: GoogleConnectorOptions): ConnectorProvider<OAuth2Client> {
-  if (!options || typeof options.clientId !== "string" || options.clientId === "") throw new ToolError("config_invalid", "createGoogleConnector needs a clientId");
-  if (typeof options.clientSecret !== "string" || options.clientSecret === "") throw new ToolError("config_invalid", "createGoogleConnector needs a clientSecret");
+  if (!options || typeof options.clientId !== "string" || options.clientId === "")
+    throw new ToolError("config_invalid", "createGoogleConnector needs a clientId");
+  if (typeof options.clientSecret !== "string" || options.clientSecret === "")
+    throw new ToolError("config_invalid", "createGoogleConnector needs a clientSecret");
   const tokenUrl = options.tokenUrl ?? GOOGLE_TOKEN_URL;
   let parsed: URL;
   try {
@@ -105,7 +107,8 @@ function classify(error: unknown): TokenRefreshError {
   if (response) {
     const status = typeof response.status === "number" ? response.status : undefined;
     const data: unknown = response.data;
-    const code = data !== null && typeof data === "object" && typeof (data as { error?: unknown }).error === "string" ? (data as { error: string }).error : undefined;
+    const code =
+      data !== null && typeof data === "object" && typeof (data as { error?: unknown }).error === "string" ? (data as { error: string }).error : undefined;
     const oauthError = code !== undefined && /^[a-z_]{1,64}$/.test(code) ? code : undefined;
     const said = `the token endpoint answered ${status ?? "without a status"}${oauthError ? ` (${oauthError})` : ""}`;
     const facts = { ...(status === undefined ? {} : { status }), ...(oauthError === undefined ? {} : { oauthError }) };

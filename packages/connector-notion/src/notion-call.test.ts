@@ -9,14 +9,23 @@ let emulator: NotionEmulator;
 let waits: number[];
 
 beforeEach(async () => {
-  emulator = await startNotionEmulator({ seed: { integrations: [{ id: "agent", name: "Agent", token: TOKEN, capabilities: ["read_content", "insert_comments"] }] } });
+  emulator = await startNotionEmulator({
+    seed: { integrations: [{ id: "agent", name: "Agent", token: TOKEN, capabilities: ["read_content", "insert_comments"] }] },
+  });
   waits = [];
 });
 afterEach(() => emulator.close());
 
 /** The client a tool gets for one call, from the connector itself. */
 async function client() {
-  const grant: AccessGrant = { connectionId: "notion-agent", provider: "notion", accessToken: TOKEN, tokenType: "Bearer", scopes: [...NOTION_CAPABILITIES], expiresAt: Number.MAX_SAFE_INTEGER };
+  const grant: AccessGrant = {
+    connectionId: "notion-agent",
+    provider: "notion",
+    accessToken: TOKEN,
+    tokenType: "Bearer",
+    scopes: [...NOTION_CAPABILITIES],
+    expiresAt: Number.MAX_SAFE_INTEGER,
+  };
   const access = await createNotionConnector({ baseUrl: emulator.url }).createClient(grant);
   return access.client(new AbortController().signal);
 }
@@ -41,13 +50,18 @@ describe("callNotion: Notion's failures as Toolgate's codes", () => {
 
   it("maps restricted_resource to scope_missing: the integration lacks the capability", async () => {
     const page = emulator.seedPage({ title: "Notes", sharedWith: ["agent"] });
-    await expect(callNotion(policy(true), async () => (await client()).pages.update({ page_id: page.id, in_trash: true }))).rejects.toMatchObject({ code: "scope_missing", boundary: "effect_not_started" });
+    await expect(callNotion(policy(true), async () => (await client()).pages.update({ page_id: page.id, in_trash: true }))).rejects.toMatchObject({
+      code: "scope_missing",
+      boundary: "effect_not_started",
+    });
   });
 
   it("retries a write Notion rate-limited after its Retry-After: Notion applied nothing", async () => {
     const page = emulator.seedPage({ title: "Notes", sharedWith: ["agent"] });
     emulator.fault({ kind: "rate_limit", retryAfterSeconds: 2, method: "POST", path: "/comments" });
-    const comment = await callNotion(policy(true), async () => (await client()).comments.create({ parent: { page_id: page.id }, rich_text: [{ text: { content: "hello" } }] }));
+    const comment = await callNotion(policy(true), async () =>
+      (await client()).comments.create({ parent: { page_id: page.id }, rich_text: [{ text: { content: "hello" } }] }),
+    );
     expect(comment.id).toBeTruthy();
     expect(waits).toEqual([2000]);
     expect(emulator.world.comments).toHaveLength(1);
@@ -56,7 +70,9 @@ describe("callNotion: Notion's failures as Toolgate's codes", () => {
   it("never repeats a write after a 5xx: its effect is unknown", async () => {
     const page = emulator.seedPage({ title: "Notes", sharedWith: ["agent"] });
     emulator.fault({ kind: "server_error", status: 503, method: "POST", path: "/comments" });
-    await expect(callNotion(policy(true), async () => (await client()).comments.create({ parent: { page_id: page.id }, rich_text: [{ text: { content: "hello" } }] }))).rejects.toMatchObject({
+    await expect(
+      callNotion(policy(true), async () => (await client()).comments.create({ parent: { page_id: page.id }, rich_text: [{ text: { content: "hello" } }] })),
+    ).rejects.toMatchObject({
       code: "provider_unavailable",
       boundary: "effect_state_unknown",
       retryable: false,
@@ -75,10 +91,11 @@ describe("callNotion: Notion's failures as Toolgate's codes", () => {
 
   it("passes Notion's message on for a validation error, where it says what to fix", async () => {
     emulator.fault({ kind: "validation_error", method: "POST", path: "/comments", message: "body.rich_text should be defined" });
-    await expect(callNotion(policy(true), async () => (await client()).comments.create({ parent: { page_id: "00000000-0000-4000-8000-000000000001" }, rich_text: [] }))).rejects.toMatchObject({
+    await expect(
+      callNotion(policy(true), async () => (await client()).comments.create({ parent: { page_id: "00000000-0000-4000-8000-000000000001" }, rich_text: [] })),
+    ).rejects.toMatchObject({
       code: "provider_rejected",
       message: expect.stringContaining("Notion refused the request: body.rich_text should be defined"),
     });
   });
 });
-

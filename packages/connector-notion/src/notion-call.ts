@@ -25,7 +25,13 @@ export function notionFailureOf(error: unknown): ProviderFailure {
       case APIErrorCode.RestrictedResource:
         return { ...base, meaning: "scope_missing", message: "the Notion integration lacks the capability this needs" };
       case APIErrorCode.RateLimited:
-        return { ...base, meaning: "rate_limited", notApplied: true, message: "Notion is rate limiting this integration", retryAfterSeconds: parseRetryAfter(headerValue(error.headers, "retry-after")) };
+        return {
+          ...base,
+          meaning: "rate_limited",
+          notApplied: true,
+          message: "Notion is rate limiting this integration",
+          retryAfterSeconds: parseRetryAfter(headerValue(error.headers, "retry-after")),
+        };
       case APIErrorCode.ConflictError:
         return { ...base, retryable: true, message: "Notion reported a conflicting change; try again" };
       case APIErrorCode.ValidationError:
@@ -37,7 +43,13 @@ export function notionFailureOf(error: unknown): ProviderFailure {
         return { ...base, message: "Notion failed" };
     }
   }
-  if (isHTTPResponseError(error)) return { status: error.status, message: "Notion answered with an error", cause: error, retryAfterSeconds: parseRetryAfter(headerValue(error.headers, "retry-after")) };
+  if (isHTTPResponseError(error))
+    return {
+      status: error.status,
+      message: "Notion answered with an error",
+      cause: error,
+      retryAfterSeconds: parseRetryAfter(headerValue(error.headers, "retry-after")),
+    };
   if (RequestTimeoutError.isRequestTimeoutError(error)) return { status: undefined, message: "Notion did not answer in time", cause: error };
   return { status: undefined, message: "Notion could not be reached", cause: error };
 }

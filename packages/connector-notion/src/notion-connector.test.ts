@@ -10,12 +10,22 @@ const REDIRECT = "http://127.0.0.1:9/callback";
 
 let emulator: NotionEmulator;
 beforeEach(async () => {
-  emulator = await startNotionEmulator({ seed: { integrations: [{ id: "public", name: "Public", oauth: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } }] } });
+  emulator = await startNotionEmulator({
+    seed: { integrations: [{ id: "public", name: "Public", oauth: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } }] },
+  });
 });
 afterEach(() => emulator.close());
 
 function openRequest(secrets: string[]): ConnectorOpenRequest {
-  return { provider: "notion", scopes: ["read_content"], principal: "agent-1", tenant: "acme", toolId: "notion.read_page", signal: new AbortController().signal, registerSecret: (s) => void secrets.push(s) };
+  return {
+    provider: "notion",
+    scopes: ["read_content"],
+    principal: "agent-1",
+    tenant: "acme",
+    toolId: "notion.read_page",
+    signal: new AbortController().signal,
+    registerSecret: (s) => void secrets.push(s),
+  };
 }
 
 const exchange = (code: string, clientSecret = CLIENT_SECRET) =>
@@ -25,7 +35,9 @@ describe("notion connector: refusals first", () => {
   it("refuses plain http off loopback, and half an OAuth client", async () => {
     expect(() => createNotionConnector({ baseUrl: "http://api.example.com" })).toThrow(expect.objectContaining({ code: "config_invalid" }));
     expect(() => createNotionConnector({ clientId: CLIENT_ID })).toThrow(/both clientId and clientSecret/);
-    await expect(exchangeNotionCode({ code: "x", clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, capabilities: [], baseUrl: "http://api.example.com" })).rejects.toMatchObject({ code: "config_invalid" });
+    await expect(
+      exchangeNotionCode({ code: "x", clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, capabilities: [], baseUrl: "http://api.example.com" }),
+    ).rejects.toMatchObject({ code: "config_invalid" });
     expect(() => notionIntegrationTokens({ token: "", capabilities: [] })).toThrow(ToolError);
   });
 
@@ -38,14 +50,21 @@ describe("notion connector: refusals first", () => {
 
   it("a refresh token Notion no longer accepts means the connection must be authorized again", async () => {
     const tokens = await exchange(emulator.authorize("public", { redirectUri: REDIRECT }));
-    const vault = createMemoryVault({ connections: [{ connection: { id: "notion-oauth", provider: "notion" }, tokens: { ...tokens, expiresAt: 0, refreshToken: "nrt_revoked" } }] });
-    const runtime = createConnectorRuntime({ vault, providers: [createNotionConnector({ baseUrl: emulator.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET })] });
+    const vault = createMemoryVault({
+      connections: [{ connection: { id: "notion-oauth", provider: "notion" }, tokens: { ...tokens, expiresAt: 0, refreshToken: "nrt_revoked" } }],
+    });
+    const runtime = createConnectorRuntime({
+      vault,
+      providers: [createNotionConnector({ baseUrl: emulator.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET })],
+    });
     await expect(runtime.open(openRequest([]))).rejects.toMatchObject({ code: "connector_reauth_required" });
   });
 
   it("an integration token is never refreshed: a connector without an OAuth client still serves it", async () => {
     const connector = createNotionConnector({ baseUrl: emulator.url });
-    await expect(connector.refresh({ connectionId: "c", refreshToken: "r", scopes: [], signal: new AbortController().signal } as never)).rejects.toMatchObject({ reason: "invalid_client" });
+    await expect(connector.refresh({ connectionId: "c", refreshToken: "r", scopes: [], signal: new AbortController().signal } as never)).rejects.toMatchObject({
+      reason: "invalid_client",
+    });
     const tokens = notionIntegrationTokens({ token: "ntn_example_token", capabilities: [...NOTION_CAPABILITIES] });
     expect(tokens.refreshToken).toBeUndefined();
     expect(tokens.expiresAt).toBe(NEVER_EXPIRES);
@@ -58,7 +77,10 @@ describe("notion connector: OAuth through the token runtime", () => {
     const tokens = await exchange(emulator.authorize("public", { redirectUri: REDIRECT }));
     expect(tokens).toMatchObject({ scopes: ["read_content"], expiresAt: NEVER_EXPIRES });
     const vault = createMemoryVault({ connections: [{ connection: { id: "notion-oauth", provider: "notion" }, tokens: { ...tokens, expiresAt: 0 } }] });
-    const runtime = createConnectorRuntime({ vault, providers: [createNotionConnector({ baseUrl: emulator.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET })] });
+    const runtime = createConnectorRuntime({
+      vault,
+      providers: [createNotionConnector({ baseUrl: emulator.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET })],
+    });
     const secrets: string[] = [];
     const handle = await runtime.open(openRequest(secrets));
     const access = await handle.client<NotionAccess>();

@@ -1,6 +1,13 @@
 import { Client, isHTTPResponseError } from "@notionhq/client";
 import { ToolError } from "@toolgate/core";
-import { TokenRefreshError, type AccessGrant, type ConnectorProvider, type RefreshRequest, type RefreshedTokens, type TokenSet } from "@toolgate/core/connectors";
+import {
+  TokenRefreshError,
+  type AccessGrant,
+  type ConnectorProvider,
+  type RefreshRequest,
+  type RefreshedTokens,
+  type TokenSet,
+} from "@toolgate/core/connectors";
 
 /** Notion's API; tests point `baseUrl` at `@toolgate/emulators` on 127.0.0.1 instead. */
 export const NOTION_API_URL = "https://api.notion.com";
@@ -109,7 +116,8 @@ export function createNotionConnector(options: NotionConnectorOptions = {}): Con
 
 /** The vault's token set for an internal integration's secret: it never expires. */
 export function notionIntegrationTokens(options: { readonly token: string; readonly capabilities: readonly NotionCapability[] }): TokenSet {
-  if (typeof options?.token !== "string" || options.token.length < 8) throw new ToolError("config_invalid", "notionIntegrationTokens needs the integration's token");
+  if (typeof options?.token !== "string" || options.token.length < 8)
+    throw new ToolError("config_invalid", "notionIntegrationTokens needs the integration's token");
   return { accessToken: options.token, expiresAt: NEVER_EXPIRES, scopes: [...options.capabilities], tokenType: "Bearer" };
 }
 
@@ -142,15 +150,24 @@ export async function exchangeNotionCode(options: ExchangeNotionCodeOptions): Pr
     return { ...tokensOf(answer), scopes: [...options.capabilities] };
   } catch (error) {
     const failure = classifyTokenError(error);
-    throw new ToolError(failure.reason === "unavailable" ? "provider_unavailable" : "provider_rejected", `Notion refused the code exchange: ${failure.message}`, {
-      retryable: failure.reason === "unavailable",
-    });
+    throw new ToolError(
+      failure.reason === "unavailable" ? "provider_unavailable" : "provider_rejected",
+      `Notion refused the code exchange: ${failure.message}`,
+      {
+        retryable: failure.reason === "unavailable",
+      },
+    );
   }
 }
 
 /** The token set in an answer of Notion's token endpoint; Notion's OAuth tokens do not expire. */
 function tokensOf(answer: { readonly access_token: string; readonly refresh_token?: string | null }): Omit<TokenSet, "scopes"> & RefreshedTokens {
-  return { accessToken: answer.access_token, ...(answer.refresh_token ? { refreshToken: answer.refresh_token } : {}), expiresAt: NEVER_EXPIRES, tokenType: "Bearer" };
+  return {
+    accessToken: answer.access_token,
+    ...(answer.refresh_token ? { refreshToken: answer.refresh_token } : {}),
+    expiresAt: NEVER_EXPIRES,
+    tokenType: "Bearer",
+  };
 }
 
 function classifyTokenError(error: unknown): TokenRefreshError {
@@ -158,7 +175,10 @@ function classifyTokenError(error: unknown): TokenRefreshError {
     let oauthError: string | undefined;
     try {
       const parsed: unknown = JSON.parse(error.body);
-      const code = parsed !== null && typeof parsed === "object" ? (parsed as { error?: unknown; code?: unknown }).error ?? (parsed as { code?: unknown }).code : undefined;
+      const code =
+        parsed !== null && typeof parsed === "object"
+          ? ((parsed as { error?: unknown; code?: unknown }).error ?? (parsed as { code?: unknown }).code)
+          : undefined;
       oauthError = typeof code === "string" && /^[a-z_]{1,64}$/.test(code) ? code : undefined;
     } catch {
       oauthError = undefined;
@@ -166,7 +186,8 @@ function classifyTokenError(error: unknown): TokenRefreshError {
     const said = `the token endpoint answered ${error.status}${oauthError ? ` (${oauthError})` : ""}`;
     const facts = { status: error.status, ...(oauthError === undefined ? {} : { oauthError }) };
     if (oauthError === "invalid_grant") return new TokenRefreshError("invalid_grant", said, facts);
-    if (oauthError === "invalid_client" || oauthError === "unauthorized_client" || error.status === 401) return new TokenRefreshError("invalid_client", said, facts);
+    if (oauthError === "invalid_client" || oauthError === "unauthorized_client" || error.status === 401)
+      return new TokenRefreshError("invalid_client", said, facts);
     if (error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 429) return new TokenRefreshError("rejected", said, facts);
     return new TokenRefreshError("unavailable", said, facts);
   }
@@ -176,7 +197,12 @@ function classifyTokenError(error: unknown): TokenRefreshError {
 /** A fetch for the client that aborts with `signal`. */
 function boundFetch(signal: AbortSignal | undefined) {
   return (url: string, init?: { body?: string | FormData; headers?: Record<string, string>; method?: string }) =>
-    fetch(url, { ...(init?.method ? { method: init.method } : {}), ...(init?.headers ? { headers: init.headers } : {}), ...(init?.body === undefined ? {} : { body: init.body }), ...(signal ? { signal } : {}) });
+    fetch(url, {
+      ...(init?.method ? { method: init.method } : {}),
+      ...(init?.headers ? { headers: init.headers } : {}),
+      ...(init?.body === undefined ? {} : { body: init.body }),
+      ...(signal ? { signal } : {}),
+    });
 }
 
 function checkedBaseUrl(value: string, who: string): string {

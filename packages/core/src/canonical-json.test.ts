@@ -10,9 +10,15 @@ const canonicalize: Serialize = typeof loaded === "function" ? loaded : loaded.d
 
 describe("canonicalJson (RFC 8785)", () => {
   it("matches the reference implementation on the RFC's examples", () => {
-    const sample = { numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001], string: "\u20ac$\u000F\nA'B\"\\\\\"/", literals: [null, true, false] };
+    const sample = {
+      numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001],
+      string: '\u20ac$\u000F\nA\'B"\\\\"/',
+      literals: [null, true, false],
+    };
     expect(canonicalJson(sample)).toBe(canonicalize(sample));
-    expect(canonicalJson({ "\u20ac": 1, "\r": 2, "\ud83d\ude00": 3, "1": 4, a: 5 })).toBe(canonicalize({ "\u20ac": 1, "\r": 2, "\ud83d\ude00": 3, "1": 4, a: 5 }));
+    expect(canonicalJson({ "\u20ac": 1, "\r": 2, "\ud83d\ude00": 3, "1": 4, a: 5 })).toBe(
+      canonicalize({ "\u20ac": 1, "\r": 2, "\ud83d\ude00": 3, "1": 4, a: 5 }),
+    );
   });
 
   it("matches the reference implementation on generated JSON", () => {
@@ -35,7 +41,12 @@ describe("canonicalJson (RFC 8785)", () => {
   it("matches the reference on generated objects with shuffled and numeric keys", () => {
     const key = fc.oneof(fc.string(), fc.nat().map(String), fc.constantFrom("a", "b", "é", "\u20ac", "\ud83d\ude00"));
     const tree = fc.letrec((tie) => ({
-      node: fc.oneof({ depthSize: "small" }, fc.jsonValue({ maxDepth: 1 }), fc.array(tie("node"), { maxLength: 4 }), fc.dictionary(key, tie("node"), { maxKeys: 5 })),
+      node: fc.oneof(
+        { depthSize: "small" },
+        fc.jsonValue({ maxDepth: 1 }),
+        fc.array(tie("node"), { maxLength: 4 }),
+        fc.dictionary(key, tie("node"), { maxKeys: 5 }),
+      ),
     })).node;
     fc.assert(
       fc.property(tree, (value) => {

@@ -13,7 +13,10 @@ describeToolFamily(createNotesTools(store), {
     "notes.sync_notes": { delayMs: 5 },
   },
   invalidInputs: {
-    "notes.add_note": [{ id: "", text: "x" }, { id: "a", text: "b", extra: true }],
+    "notes.add_note": [
+      { id: "", text: "x" },
+      { id: "a", text: "b", extra: true },
+    ],
   },
   plantSecret: (toolId, secret) => {
     store.notes.set("planted", `the code is ${secret}`);

@@ -2,7 +2,13 @@
  * @toolgate/core/connectors — the token runtime a gate's connector tools use, its vaults, and the
  * operator functions that add, list and remove connections.
  */
-export { createConnectorRuntime, chooseConnection, DEFAULT_REFRESH_LEEWAY_MS, DEFAULT_REFRESH_TIMEOUT_MS, DEFAULT_TOKEN_LIFETIME_MS } from "./connectors/runtime.js";
+export {
+  createConnectorRuntime,
+  chooseConnection,
+  DEFAULT_REFRESH_LEEWAY_MS,
+  DEFAULT_REFRESH_TIMEOUT_MS,
+  DEFAULT_TOKEN_LIFETIME_MS,
+} from "./connectors/runtime.js";
 export type { CreateConnectorRuntimeOptions } from "./connectors/runtime.js";
 export { createMemoryVault } from "./connectors/memory-vault.js";
 export type { MemoryVaultOptions } from "./connectors/memory-vault.js";

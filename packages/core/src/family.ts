@@ -8,7 +8,10 @@ export const SHARED_BOUNDARY_TOKENS = ["verifier:command", "workspace:write"] as
 export type SharedBoundaryToken = (typeof SHARED_BOUNDARY_TOKENS)[number];
 
 const isManifest = (value: unknown): value is AnyToolManifest =>
-  typeof value === "object" && value !== null && typeof (value as AnyToolManifest).id === "string" && Array.isArray((value as AnyToolManifest).requiredAllowlist);
+  typeof value === "object" &&
+  value !== null &&
+  typeof (value as AnyToolManifest).id === "string" &&
+  Array.isArray((value as AnyToolManifest).requiredAllowlist);
 
 /**
  * A named group of tools and the permission tokens they may require. Every tool id starts with
@@ -72,11 +75,9 @@ export type FamilyDefinition<TName extends string, TTools extends readonly AnyTo
  * Group manifests into a family. Every tool id must start with `<name>.`, and every token a tool
  * requires must be one of `permissions` or a shared boundary token.
  */
-export function defineFamily<
-  const TName extends string,
-  const TTools extends readonly AnyToolManifest[],
-  const TPermission extends string,
->(definition: FamilyDefinition<TName, TTools, TPermission>): ToolFamily<TName, TTools, TPermission> {
+export function defineFamily<const TName extends string, const TTools extends readonly AnyToolManifest[], const TPermission extends string>(
+  definition: FamilyDefinition<TName, TTools, TPermission>,
+): ToolFamily<TName, TTools, TPermission> {
   const parsed = familySchema.safeParse(definition);
   if (!parsed.success) {
     const problems = problemsOf(parsed.error);

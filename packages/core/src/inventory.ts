@@ -22,7 +22,12 @@ export interface InventoryEntry extends ToolDescriptor {
 export interface Inventory {
   /** The registry's fingerprint: two inventories with the same one describe the same tools. */
   readonly fingerprint: string;
-  readonly families: readonly { readonly name: string; readonly kind: "in-process" | "process"; readonly permissions: readonly string[]; readonly description?: string }[];
+  readonly families: readonly {
+    readonly name: string;
+    readonly kind: "in-process" | "process";
+    readonly permissions: readonly string[];
+    readonly description?: string;
+  }[];
   readonly profiles: readonly string[];
   readonly tools: readonly InventoryEntry[];
 }

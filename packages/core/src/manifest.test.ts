@@ -108,10 +108,13 @@ describe("defineFamily", () => {
   it("lists every problem in one family_invalid error", () => {
     expect(() => defineFamily({ name: "Demo", tools: [defineTool(valid)], permissions: ["demo:read"] })).toThrow(
       'family "Demo" is invalid: family name "Demo" must be a lower-case word; tool demo.do_thing does not belong to family Demo (ids start with "Demo."); ' +
-        "tool demo.do_thing requires demo:write, not in the family's permissions [demo:read]; permission demo:read must be family-specific (\"Demo:…\")",
+        'tool demo.do_thing requires demo:write, not in the family\'s permissions [demo:read]; permission demo:read must be family-specific ("Demo:…")',
     );
     expect(() => defineFamily({ name: "demo", tools: [{ id: "demo.x" }] as never, permissions: "demo:write" as never })).toThrow(
-      expect.objectContaining({ code: "family_invalid", message: 'family "demo" is invalid: tools must be manifests made by defineTool; permissions must be an array' }),
+      expect.objectContaining({
+        code: "family_invalid",
+        message: 'family "demo" is invalid: tools must be manifests made by defineTool; permissions must be an array',
+      }),
     );
   });
 

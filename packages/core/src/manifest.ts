@@ -91,12 +91,7 @@ export type PreviewFunction<TInput> = (input: TInput, ctx: PreviewContext) => Ap
  * The fields every tool declares, whatever its effect and approval rule. `TInput`/`TOutput` are
  * zod schemas; types come from them. See DESIGN.md's table for the meaning of each field.
  */
-export interface ToolFields<
-  TId extends string,
-  TInput extends z.ZodType,
-  TOutput extends z.ZodType,
-  TToken extends string,
-> {
+export interface ToolFields<TId extends string, TInput extends z.ZodType, TOutput extends z.ZodType, TToken extends string> {
   /** `family.verb_noun`, e.g. `gmail.send_message`. */
   readonly id: TId;
   readonly title: string;
@@ -180,12 +175,15 @@ export interface ToolBody<TInput extends z.ZodType, TOutput extends z.ZodType> {
  * Everything a tool author declares: the common fields, an approval rule with the preview it
  * needs, the effect with the execution flags it needs, and the body.
  */
-export type ToolDefinition<
-  TId extends string,
-  TInput extends z.ZodType,
-  TOutput extends z.ZodType,
-  TToken extends string,
-> = ToolFields<TId, TInput, TOutput, TToken> & ApprovalFields<z.output<TInput>> & ExecutionFields & ToolBody<TInput, TOutput>;
+export type ToolDefinition<TId extends string, TInput extends z.ZodType, TOutput extends z.ZodType, TToken extends string> = ToolFields<
+  TId,
+  TInput,
+  TOutput,
+  TToken
+> &
+  ApprovalFields<z.output<TInput>> &
+  ExecutionFields &
+  ToolBody<TInput, TOutput>;
 
 /**
  * A defined tool. The handler is held privately: nothing on this object, or anything derived from
@@ -212,7 +210,6 @@ export interface ToolManifest<
   readonly "~types"?: { readonly input: z.input<TInput>; readonly output: z.output<TOutput> };
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyToolManifest = ToolManifest<string, any, any, string>;
 
 export type ToolHandler = (input: unknown, ctx: ToolContext) => unknown;
@@ -253,19 +250,14 @@ export function riskRank(risk: RiskLevel): number {
  * Define one tool. Checks every rule that can be checked without its family and returns a frozen
  * manifest; the handler is kept out of reach.
  */
-export function defineTool<
-  const TId extends string,
-  TInput extends z.ZodType,
-  TOutput extends z.ZodType,
-  const TToken extends string,
->(definition: ToolDefinition<TId, TInput, TOutput, TToken>): ToolManifest<TId, TInput, TOutput, TToken> {
+export function defineTool<const TId extends string, TInput extends z.ZodType, TOutput extends z.ZodType, const TToken extends string>(
+  definition: ToolDefinition<TId, TInput, TOutput, TToken>,
+): ToolManifest<TId, TInput, TOutput, TToken> {
   const problems = manifestProblems(definition);
   if (problems.length > 0) {
-    throw new ToolError(
-      "manifest_invalid",
-      `tool ${JSON.stringify(definition.id)} is invalid: ${problems.join("; ")}`,
-      { details: { toolId: definition.id, problems } },
-    );
+    throw new ToolError("manifest_invalid", `tool ${JSON.stringify(definition.id)} is invalid: ${problems.join("; ")}`, {
+      details: { toolId: definition.id, problems },
+    });
   }
   const { handler, ...rest } = definition;
   const provider = providerOf(definition);

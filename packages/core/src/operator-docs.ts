@@ -31,11 +31,21 @@ export function renderOperatorDocs(inventory: Inventory): OperatorDocPage[] {
       "",
       "| tool | effect | risk | approval | tokens | sovereignty |",
       "| --- | --- | --- | --- | --- | --- |",
-      ...tools.map((t) => `| [${code(t.id)}](#${anchor(t.id)}) | ${t.effect} | ${t.risk} | ${t.approval} | ${t.requiredAllowlist.map(code).join(" ")} | ${t.sovereignty} |`),
+      ...tools.map(
+        (t) =>
+          `| [${code(t.id)}](#${anchor(t.id)}) | ${t.effect} | ${t.risk} | ${t.approval} | ${t.requiredAllowlist.map(code).join(" ")} | ${t.sovereignty} |`,
+      ),
       "",
     ];
     for (const t of tools) lines.push(...toolSection(t, inventory.profiles.length > 0));
-    return { family: family.name, path: `tools/${family.name}.md`, content: `${lines.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd()}\n` };
+    return {
+      family: family.name,
+      path: `tools/${family.name}.md`,
+      content: `${lines
+        .join("\n")
+        .replace(/\n{3,}/g, "\n\n")
+        .trimEnd()}\n`,
+    };
   });
 }
 
@@ -107,11 +117,16 @@ function inspectList(t: InventoryEntry): string[] {
   if (t.mutates) items.push(`the audit journal's \`intent.recorded\` and \`intent.settled\` events for ${code(t.id)}: each effect has its intent first`);
   if (t.effect === "destructive") items.push("destructive: check that only trusted profiles hold its tokens, and that approvals name a real approver");
   if (!t.idempotent && t.mutates) items.push("not idempotent: outbox entries left `unknown` after a crash need a human decision; they are never replayed");
-  if (t.dataEgress) items.push(`data leaves for ${code(t.provider ?? "a provider")}: confirm each reachable profile's egress allows ${code(t.dataClass ?? "this class")} on purpose`);
+  if (t.dataEgress)
+    items.push(
+      `data leaves for ${code(t.provider ?? "a provider")}: confirm each reachable profile's egress allows ${code(t.dataClass ?? "this class")} on purpose`,
+    );
   if (t.requiredConsent.length > 0) items.push(`consents ${t.requiredConsent.map(code).join(", ")} are recorded on the profiles that reach it`);
-  if (t.connector) items.push(`the connection for ${code(t.connector.provider)} grants exactly ${t.connector.scopes.map(code).join(", ")} (or more, knowingly)`);
+  if (t.connector)
+    items.push(`the connection for ${code(t.connector.provider)} grants exactly ${t.connector.scopes.map(code).join(", ")} (or more, knowingly)`);
   if (t.untrustedOutput) items.push("`output.flagged` events: content someone else wrote that reads like instructions");
-  if (t.runtimeIsolation.subprocess !== "none") items.push(`commands it runs go through ${code(t.runtimeIsolation.subprocess)}: review the declared commands and their arguments`);
+  if (t.runtimeIsolation.subprocess !== "none")
+    items.push(`commands it runs go through ${code(t.runtimeIsolation.subprocess)}: review the declared commands and their arguments`);
   if (t.runtimeIsolation.filesystem !== "none") items.push(`filesystem reach ${code(t.runtimeIsolation.filesystem)}: confirm the root it is given`);
   if (items.length === 0) items.push("nothing beyond the audit journal: it neither changes state nor crosses a boundary");
   return items;

@@ -45,7 +45,9 @@ describe("defineProfile", () => {
         "consents: Invalid input: expected array, received string; " +
         'egress class "everything" must be one of public, internal, personal, confidential; onInjection must be "flag" or "hold"',
     );
-    expect(() => defineProfile({ name: "p", allow: "repo:read" as never, maxRisk: "low" })).toThrow(expect.objectContaining({ code: "profile_invalid", message: expect.stringMatching(/allow must be an array of tokens/) }));
+    expect(() => defineProfile({ name: "p", allow: "repo:read" as never, maxRisk: "low" })).toThrow(
+      expect.objectContaining({ code: "profile_invalid", message: expect.stringMatching(/allow must be an array of tokens/) }),
+    );
   });
 
   it("returns a frozen profile with defaults filled in and repeated tokens dropped", () => {

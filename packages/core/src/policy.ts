@@ -34,25 +34,33 @@ export function evaluatePolicy(tool: PolicyTool, profile: Profile): PolicyDecisi
 export function refusalFor(toolId: string, profile: Profile, decision: PolicyDecision): ToolError | undefined {
   return match(decision)
     .with({ kind: "allow" }, () => undefined)
-    .with({ kind: "missing_tokens" }, (d) =>
-      new ToolError("permission_denied", `profile ${profile.name} lacks ${d.missing.join(", ")} required by ${toolId}`, {
-        details: { missing: d.missing, profile: profile.name },
-      }),
+    .with(
+      { kind: "missing_tokens" },
+      (d) =>
+        new ToolError("permission_denied", `profile ${profile.name} lacks ${d.missing.join(", ")} required by ${toolId}`, {
+          details: { missing: d.missing, profile: profile.name },
+        }),
     )
-    .with({ kind: "risk_exceeded" }, (d) =>
-      new ToolError("risk_exceeded", `${toolId} is ${d.risk} risk; profile ${profile.name} allows at most ${d.maxRisk}`, {
-        details: { risk: d.risk, maxRisk: d.maxRisk, profile: profile.name },
-      }),
+    .with(
+      { kind: "risk_exceeded" },
+      (d) =>
+        new ToolError("risk_exceeded", `${toolId} is ${d.risk} risk; profile ${profile.name} allows at most ${d.maxRisk}`, {
+          details: { risk: d.risk, maxRisk: d.maxRisk, profile: profile.name },
+        }),
     )
-    .with({ kind: "consent_missing" }, (d) =>
-      new ToolError("consent_required", `${toolId} needs consent ${d.missing.join(", ")}, not granted to profile ${profile.name}`, {
-        details: { missing: d.missing, profile: profile.name },
-      }),
+    .with(
+      { kind: "consent_missing" },
+      (d) =>
+        new ToolError("consent_required", `${toolId} needs consent ${d.missing.join(", ")}, not granted to profile ${profile.name}`, {
+          details: { missing: d.missing, profile: profile.name },
+        }),
     )
-    .with({ kind: "egress_refused" }, (d) =>
-      new ToolError("egress_denied", `profile ${profile.name} does not allow ${d.dataClass} data to leave for ${d.provider} (${toolId})`, {
-        details: { dataClass: d.dataClass, provider: d.provider, profile: profile.name },
-      }),
+    .with(
+      { kind: "egress_refused" },
+      (d) =>
+        new ToolError("egress_denied", `profile ${profile.name} does not allow ${d.dataClass} data to leave for ${d.provider} (${toolId})`, {
+          details: { dataClass: d.dataClass, provider: d.provider, profile: profile.name },
+        }),
     )
     .exhaustive();
 }

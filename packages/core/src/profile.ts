@@ -15,9 +15,12 @@ export const profileSchema = z
     name: z.string({ error: "name must be a short identifier" }).regex(/^[a-z0-9][a-z0-9_.-]*$/i, { error: "name must be a short identifier" }),
     /** Exact `area:verb` tokens; no wildcards. */
     allow: z
-      .array(z.string({ error: tokenProblem }).refine((token) => token.includes(":") && !token.includes("*"), { error: tokenProblem }), {
-        error: "allow must be an array of tokens",
-      })
+      .array(
+        z.string({ error: tokenProblem }).refine((token) => token.includes(":") && !token.includes("*"), { error: tokenProblem }),
+        {
+          error: "allow must be an array of tokens",
+        },
+      )
       .transform((tokens) => Object.freeze([...new Set(tokens)])),
     /** The riskiest tool the profile may reach. */
     maxRisk: z.enum(RISK_LEVELS, { error: `maxRisk must be one of ${RISK_LEVELS.join(", ")}` }),

@@ -39,10 +39,39 @@ function world() {
     runtimeIsolation: isolation,
     untrustedOutput: false,
   } as const;
-  const upsert = defineTool({ ...common, id: "ledger.upsert_entry", title: "Upsert", description: "Idempotent write.", effect: "write", requiredAllowlist: ["ledger:write"], idempotent: true, handler: body("upsert") });
-  const charge = defineTool({ ...common, id: "ledger.charge_card", title: "Charge", description: "Not idempotent. Cannot be undone.", effect: "write", requiredAllowlist: ["ledger:write"], idempotent: false, handler: body("charge") });
-  const balance = defineTool({ ...common, id: "ledger.read_balance", title: "Balance", description: "Read.", effect: "read", requiredAllowlist: ["ledger:read"], idempotent: true, handler: body("read") });
-  const registry = createToolRegistry({ families: [defineFamily({ name: "ledger", tools: [upsert, charge, balance], permissions: ["ledger:write", "ledger:read"] })] });
+  const upsert = defineTool({
+    ...common,
+    id: "ledger.upsert_entry",
+    title: "Upsert",
+    description: "Idempotent write.",
+    effect: "write",
+    requiredAllowlist: ["ledger:write"],
+    idempotent: true,
+    handler: body("upsert"),
+  });
+  const charge = defineTool({
+    ...common,
+    id: "ledger.charge_card",
+    title: "Charge",
+    description: "Not idempotent. Cannot be undone.",
+    effect: "write",
+    requiredAllowlist: ["ledger:write"],
+    idempotent: false,
+    handler: body("charge"),
+  });
+  const balance = defineTool({
+    ...common,
+    id: "ledger.read_balance",
+    title: "Balance",
+    description: "Read.",
+    effect: "read",
+    requiredAllowlist: ["ledger:read"],
+    idempotent: true,
+    handler: body("read"),
+  });
+  const registry = createToolRegistry({
+    families: [defineFamily({ name: "ledger", tools: [upsert, charge, balance], permissions: ["ledger:write", "ledger:read"] })],
+  });
   const journal = createMemoryJournal({ auditKey: "recovery-key" });
   const gate = createGate({ registry, journal });
   const call = { principal: "agent", tenant: "t", profile: defineProfile({ name: "all", allow: ["ledger:write", "ledger:read"], maxRisk: "low" }) };

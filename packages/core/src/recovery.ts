@@ -66,8 +66,7 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
   const olderThanMs = options.olderThanMs ?? 5 * 60_000;
   const batchSize = options.batchSize ?? 100;
   const claimant = options.claimant ?? "recovery";
-  const leaseMs =
-    options.leaseMs ?? (gate ? Math.max(0, ...gate.registry.ids().map((id) => gate.registry.describe(id)?.timeoutMs ?? 0)) + 60_000 : 0);
+  const leaseMs = options.leaseMs ?? (gate ? Math.max(0, ...gate.registry.ids().map((id) => gate.registry.describe(id)?.timeoutMs ?? 0)) + 60_000 : 0);
   const entries: RecoveredEntry[] = [];
   let claimed = 0;
   const skippedKeys = new Set<string>();
@@ -129,7 +128,11 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
     try {
       const result = await replayIntent(env, entry, options.signal);
       if (result.status === "ok") return { ...base, action: "replayed" };
-      return { ...base, action: result.status === "error" && result.boundary === "effect_state_unknown" ? "unknown" : "failed", detail: "code" in result ? result.code : result.status };
+      return {
+        ...base,
+        action: result.status === "error" && result.boundary === "effect_state_unknown" ? "unknown" : "failed",
+        detail: "code" in result ? result.code : result.status,
+      };
     } catch (cause) {
       const message = cause instanceof Error ? env.redactor.redactText(cause.message) : "replay failed";
       await settle("unknown", "effect_state_unknown", `recovery could not replay it: ${message}`);

@@ -5,7 +5,13 @@ describe("createRedactor", () => {
   it("redacts every registered secret in its plain, URL-encoded, JSON-escaped and base64 spellings", () => {
     const secret = 'p@ss w/"quote"+';
     const r = createRedactor([secret]);
-    const texts = [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), Buffer.from(secret).toString("base64"), Buffer.from(secret).toString("base64url")];
+    const texts = [
+      secret,
+      encodeURIComponent(secret),
+      JSON.stringify(secret).slice(1, -1),
+      Buffer.from(secret).toString("base64"),
+      Buffer.from(secret).toString("base64url"),
+    ];
     for (const text of texts) expect(r.redactText(`before ${text} after`)).toBe(`before ${REDACTED} after`);
   });
 

@@ -50,7 +50,6 @@ export interface ToolDescriptor {
 
 // ---- type-level helpers: ids and input/output types inferred from the families ----
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyFamily = ToolFamily<string, readonly AnyToolManifest[], string>;
 export type ToolsOfFamilies<TFamilies extends readonly AnyFamily[]> = TFamilies[number]["tools"][number];
 export type ToolIdOf<TTool> = TTool extends { readonly id: infer I extends string } ? I : never;

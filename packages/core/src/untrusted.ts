@@ -34,21 +34,42 @@ interface Rule {
  * spacing, width or case does not slip past.
  */
 const RULES: readonly Rule[] = [
-  { id: "override-instructions", pattern: /\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|any|your|the|system)\b.{0,20}\b(instructions?|prompts?|rules|directions|guidelines|messages?)\b/ },
+  {
+    id: "override-instructions",
+    pattern:
+      /\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|any|your|the|system)\b.{0,20}\b(instructions?|prompts?|rules|directions|guidelines|messages?)\b/,
+  },
   { id: "new-instructions", pattern: /\b(new|updated|real|actual|following)\s+(system\s+)?(instructions?|directives?|orders)\s*(:|are|follow)/ },
   { id: "role-reassignment", pattern: /\b(you are now|from now on,? you|act as (an?|the) (system|admin|developer)|pretend (to be|you are))\b/ },
   { id: "system-prompt", pattern: /\b(system prompt|developer message|hidden instructions?|jailbreak)\b/ },
-  { id: "role-marker", pattern: /(<\|?(im_start|im_end|system|assistant|endoftext)\|?>|\[\/?(inst|system)\]|^\s*(system|assistant)\s*:|\n\s*(system|assistant)\s*:)/m },
-  { id: "tool-invocation", pattern: /\b(call|invoke|use|run|execute)\s+(the\s+)?(tool|function|command)\b.{0,40}\b(send|forward|delete|share|export|upload|transfer)\b/ },
-  { id: "exfiltration", pattern: /\b(send|forward|email|upload|post|share|exfiltrate|leak|transfer)\b.{0,60}\b(password|credentials?|api[ _-]?keys?|tokens?|secrets?|(all|every|each) (of )?(the |your |my )?(emails?|mails?|messages?|files?|contacts?|data|documents?)|inbox|private keys?)\b/ },
-  { id: "concealment", pattern: /\b(do not|don'?t|never)\s+(tell|inform|mention|reveal|show|alert|notify)\s+(this to\s+)?(the\s+)?(user|owner|human|operator)\b/ },
+  {
+    id: "role-marker",
+    pattern: /(<\|?(im_start|im_end|system|assistant|endoftext)\|?>|\[\/?(inst|system)\]|^\s*(system|assistant)\s*:|\n\s*(system|assistant)\s*:)/m,
+  },
+  {
+    id: "tool-invocation",
+    pattern: /\b(call|invoke|use|run|execute)\s+(the\s+)?(tool|function|command)\b.{0,40}\b(send|forward|delete|share|export|upload|transfer)\b/,
+  },
+  {
+    id: "exfiltration",
+    pattern:
+      /\b(send|forward|email|upload|post|share|exfiltrate|leak|transfer)\b.{0,60}\b(password|credentials?|api[ _-]?keys?|tokens?|secrets?|(all|every|each) (of )?(the |your |my )?(emails?|mails?|messages?|files?|contacts?|data|documents?)|inbox|private keys?)\b/,
+  },
+  {
+    id: "concealment",
+    pattern: /\b(do not|don'?t|never)\s+(tell|inform|mention|reveal|show|alert|notify)\s+(this to\s+)?(the\s+)?(user|owner|human|operator)\b/,
+  },
 ];
 
 const INVISIBLE = /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180E\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0]/g;
 
 /** NFKC, invisible characters stripped, case-folded, white space collapsed. */
 export function normalizeForScan(text: string): string {
-  return text.normalize("NFKC").replace(INVISIBLE, "").toLowerCase().replace(/[ \t\f\v\u00A0]+/g, " ");
+  return text
+    .normalize("NFKC")
+    .replace(INVISIBLE, "")
+    .toLowerCase()
+    .replace(/[ \t\f\v\u00A0]+/g, " ");
 }
 
 /** Scan every string in a JSON-like value. */
@@ -60,7 +81,14 @@ export function scanForInjection(value: unknown): InjectionFinding[] {
       const m = rule.pattern.exec(normalized);
       if (m) {
         const start = Math.max(0, m.index - 20);
-        findings.push({ rule: rule.id, path, excerpt: normalized.slice(start, m.index + m[0].length + 20).trim().slice(0, 160) });
+        findings.push({
+          rule: rule.id,
+          path,
+          excerpt: normalized
+            .slice(start, m.index + m[0].length + 20)
+            .trim()
+            .slice(0, 160),
+        });
       }
     }
   });

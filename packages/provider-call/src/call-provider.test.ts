@@ -57,7 +57,13 @@ const request = async (signal: AbortSignal): Promise<{ ok: boolean }> => {
 /** A connector's reading: a 429 from this provider is documented as applying nothing. */
 const readFailure = (error: unknown): ProviderFailure =>
   error instanceof HttpError
-    ? { status: error.status, reason: error.body.code, message: error.body.message, retryAfterSeconds: parseRetryAfter(headerValue(error.headers, "retry-after")), notApplied: error.status === 429 }
+    ? {
+        status: error.status,
+        reason: error.body.code,
+        message: error.body.message,
+        retryAfterSeconds: parseRetryAfter(headerValue(error.headers, "retry-after")),
+        notApplied: error.status === 429,
+      }
     : { status: undefined, message: "no answer arrived" };
 
 function policy(kind: { repeatable: boolean; write: boolean }, retry: RetryOptions = {}, signal = new AbortController().signal) {
@@ -74,9 +80,15 @@ describe("callProvider: what is never retried", () => {
   it("never repeats a write that is not repeatable after a 5xx or a dropped connection", async () => {
     scripted.answer(503);
     const { policy: p, waits } = policy(send);
-    await expect(callProvider(p, () => request(p.signal), readFailure)).rejects.toMatchObject({ code: "provider_unavailable", boundary: "effect_state_unknown" });
+    await expect(callProvider(p, () => request(p.signal), readFailure)).rejects.toMatchObject({
+      code: "provider_unavailable",
+      boundary: "effect_state_unknown",
+    });
     scripted.answer("drop");
-    await expect(callProvider(p, () => request(p.signal), readFailure)).rejects.toMatchObject({ code: "effect_state_unknown", boundary: "effect_state_unknown" });
+    await expect(callProvider(p, () => request(p.signal), readFailure)).rejects.toMatchObject({
+      code: "effect_state_unknown",
+      boundary: "effect_state_unknown",
+    });
     expect(scripted.seen).toEqual([503, 0]);
     expect(waits).toEqual([]);
   });
@@ -91,7 +103,11 @@ describe("callProvider: what is never retried", () => {
   it("does not wait longer than maxDelayMs: a longer Retry-After ends the call rate_limited", async () => {
     scripted.answer({ status: 429, retryAfter: "120" });
     const { policy: p, waits } = policy(read, { maxDelayMs: 10_000 });
-    await expect(callProvider(p, () => request(p.signal), readFailure)).rejects.toMatchObject({ code: "rate_limited", retryable: true, retryAfterSeconds: 120 });
+    await expect(callProvider(p, () => request(p.signal), readFailure)).rejects.toMatchObject({
+      code: "rate_limited",
+      retryable: true,
+      retryAfterSeconds: 120,
+    });
     expect(waits).toEqual([]);
   });
 
@@ -108,7 +124,10 @@ describe("callProvider: what is never retried", () => {
     const controller = new AbortController();
     scripted.answer(503);
     const { policy: p } = policy(read, {}, controller.signal);
-    await expect(callProvider(p, () => (controller.abort(), request(p.signal)), readFailure)).rejects.toMatchObject({ code: "cancelled", boundary: "effect_failed" });
+    await expect(callProvider(p, () => (controller.abort(), request(p.signal)), readFailure)).rejects.toMatchObject({
+      code: "cancelled",
+      boundary: "effect_failed",
+    });
     const own = new ToolError("invalid_input", "the tool's own refusal");
     const { policy: fresh } = policy(read);
     await expect(callProvider(fresh, () => Promise.reject(own), readFailure)).rejects.toBe(own);

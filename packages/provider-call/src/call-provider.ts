@@ -25,7 +25,8 @@ export async function callProvider<T>(policy: CallPolicy, run: () => Promise<T>,
     try {
       return await run();
     } catch (error) {
-      if (policy.signal.aborted) throw new ToolError("cancelled", `${policy.method} was cancelled`, { boundary: policy.write ? "effect_state_unknown" : "effect_failed" });
+      if (policy.signal.aborted)
+        throw new ToolError("cancelled", `${policy.method} was cancelled`, { boundary: policy.write ? "effect_state_unknown" : "effect_failed" });
       if (ToolError.is(error)) throw error;
       const failure = readFailure(error);
       if (attempt < policy.retry.maxAttempts && isTransient(failure) && (policy.repeatable || failure.notApplied === true)) {

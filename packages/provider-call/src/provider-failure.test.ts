@@ -55,8 +55,14 @@ describe("toolErrorOf: an answer that never came, or a 5xx", () => {
 describe("toolErrorOf: what it says", () => {
   it("names the request, status, code, cleaned message and attempts; keeps the cause only when given", () => {
     const cause = new Error("client library error");
-    const error = toolErrorOf({ status: 403, reason: "insufficientPermissions", message: "Request had\ninsufficient scopes", meaning: "scope_missing", cause }, read, 2);
-    expect(error.message).toBe("items.get failed: HTTP 403 insufficientPermissions: Request had insufficient scopes (after 2 attempts); the connection lacks a scope this call needs");
+    const error = toolErrorOf(
+      { status: 403, reason: "insufficientPermissions", message: "Request had\ninsufficient scopes", meaning: "scope_missing", cause },
+      read,
+      2,
+    );
+    expect(error.message).toBe(
+      "items.get failed: HTTP 403 insufficientPermissions: Request had insufficient scopes (after 2 attempts); the connection lacks a scope this call needs",
+    );
     expect(error.details).toEqual({ method: "items.get", status: 403, reason: "insufficientPermissions", attempts: 2 });
     expect(error.cause).toBe(cause);
     expect(toolErrorOf({ status: 404 }, read).cause).toBeUndefined();

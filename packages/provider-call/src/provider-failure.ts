@@ -73,14 +73,19 @@ export function toolErrorOf(failure: ProviderFailure, request: ProviderRequest, 
   const mayHaveApplied = request.write && !request.repeatable;
 
   if (status === undefined) {
-    if (mayHaveApplied) return new ToolError("effect_state_unknown", `${said}; the request may have taken effect`, { ...common, boundary: "effect_state_unknown" });
+    if (mayHaveApplied)
+      return new ToolError("effect_state_unknown", `${said}; the request may have taken effect`, { ...common, boundary: "effect_state_unknown" });
     return new ToolError("provider_unavailable", said, { ...common, boundary: "effect_failed", retryable: true });
   }
   if (status === 401) return new ToolError("connector_reauth_required", `${said}; the connection must be authorized again`, refused);
   if (failure.meaning === "scope_missing") return new ToolError("scope_missing", `${said}; the connection lacks a scope this call needs`, refused);
   if (status === 429 || failure.meaning === "rate_limited") {
     const wait = failure.retryAfterSeconds;
-    return new ToolError("rate_limited", `${said}${wait === undefined ? "" : `; retry after ${wait} s`}`, { ...refused, retryable: true, ...(wait === undefined ? {} : { retryAfterSeconds: wait }) });
+    return new ToolError("rate_limited", `${said}${wait === undefined ? "" : `; retry after ${wait} s`}`, {
+      ...refused,
+      retryable: true,
+      ...(wait === undefined ? {} : { retryAfterSeconds: wait }),
+    });
   }
   if (status === 404 || status === 410) return new ToolError("not_found", said, refused);
   if (status === 409 || status === 412) return new ToolError("conflict", said, { ...refused, retryable: failure.retryable ?? false });

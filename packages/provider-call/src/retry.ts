@@ -36,7 +36,8 @@ export function resolveRetry(options: RetryOptions | undefined, defaults: Partia
   const maxAttempts = options?.maxAttempts ?? defaults.maxAttempts ?? 3;
   const maxDelayMs = options?.maxDelayMs ?? defaults.maxDelayMs ?? 10_000;
   const baseDelayMs = options?.baseDelayMs ?? defaults.baseDelayMs ?? 250;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 10) throw new ToolError("config_invalid", "retry.maxAttempts must be a whole number from 1 to 10");
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 10)
+    throw new ToolError("config_invalid", "retry.maxAttempts must be a whole number from 1 to 10");
   if (!Number.isFinite(maxDelayMs) || maxDelayMs < 0) throw new ToolError("config_invalid", "retry.maxDelayMs must be a non-negative number");
   if (!Number.isFinite(baseDelayMs) || baseDelayMs < 0) throw new ToolError("config_invalid", "retry.baseDelayMs must be a non-negative number");
   if (options?.sleep !== undefined && typeof options.sleep !== "function") throw new ToolError("config_invalid", "retry.sleep must be a function");

@@ -1,6 +1,13 @@
 import type pg from "pg";
 import { ToolError } from "@toolgate/core";
-import { type JournalDriver, type JournalTransaction, type ListFilter, type StoredEntry, type StoredRequest, type TransactionReads } from "@toolgate/core/store-kit";
+import {
+  type JournalDriver,
+  type JournalTransaction,
+  type ListFilter,
+  type StoredEntry,
+  type StoredRequest,
+  type TransactionReads,
+} from "@toolgate/core/store-kit";
 
 export interface PostgresDriverOptions {
   /** The schema holding the journal's tables (created, migrated and checked by the caller). */
@@ -64,7 +71,9 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     listRequests: `SELECT request FROM ${s}.approvals WHERE ($1::text[] IS NULL OR status = ANY($1)) ORDER BY id LIMIT $2`,
   };
   const failure = (cause: unknown): ToolError =>
-    ToolError.is(cause) ? cause : new ToolError("journal_failed", `journal schema ${schema}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    ToolError.is(cause)
+      ? cause
+      : new ToolError("journal_failed", `journal schema ${schema}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
 
   // ---- the write queue: a batch of calls per transaction, each resolved after its commit ----
   let queue: QueuedOp[] = [];
@@ -182,10 +191,20 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           const r = [...dirtyRequests.values()];
           if (audit.seqs.length + e.length + r.length > 0) {
             await client.query(q.write, [
-              audit.seqs, audit.payloads, audit.prevMacs, audit.macs,
-              e.map((x) => x.key), e.map((x) => x.state), e.map((x) => x.updatedMs), e.map((x) => x.text),
-              r.map((x) => x.id), r.map((x) => x.status), r.map((x) => x.inputHash), r.map((x) => x.text),
-              head.seq, head.mac,
+              audit.seqs,
+              audit.payloads,
+              audit.prevMacs,
+              audit.macs,
+              e.map((x) => x.key),
+              e.map((x) => x.state),
+              e.map((x) => x.updatedMs),
+              e.map((x) => x.text),
+              r.map((x) => x.id),
+              r.map((x) => x.status),
+              r.map((x) => x.inputHash),
+              r.map((x) => x.text),
+              head.seq,
+              head.mac,
             ]);
           }
           await client.query("COMMIT");

@@ -68,7 +68,9 @@ describeWithPostgres("connectPostgresJournal refuses what it cannot safely use",
         server.close(() => resolve(typeof address === "object" && address ? address.port : 1));
       });
     });
-    await expect(connectPostgresJournal(`postgres://nobody@127.0.0.1:${port}/none`, { auditKey: KEY })).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    await expect(connectPostgresJournal(`postgres://nobody@127.0.0.1:${port}/none`, { auditKey: KEY })).rejects.toSatisfy((e) =>
+      ToolError.is(e, "journal_failed"),
+    );
   });
 
   it("rejects calls after close, and leaves a pool it was given open", async () => {
@@ -124,7 +126,9 @@ describeWithPostgres("postgres journal batches", () => {
   it("resolve each call only once its transaction committed: another pool sees it then", async () => {
     await withWorkers(2, async ([writer, observer]) => {
       const seen = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => writer!.append({ type: "test.event", at: at(i), data: { i } }).then(async (r) => (await observer!.head()).seq >= r.seq)),
+        Array.from({ length: 20 }, (_, i) =>
+          writer!.append({ type: "test.event", at: at(i), data: { i } }).then(async (r) => (await observer!.head()).seq >= r.seq),
+        ),
       );
       expect(seen).toEqual(Array(20).fill(true));
     });
@@ -161,7 +165,9 @@ describeWithPostgres("several workers on one schema", () => {
         Array.from({ length: 18 }, (_, i) => {
           const w = workers[i % 3]!;
           return i % 2 === 0
-            ? w.beginIntent(sampleIntent(`consume-${i}`), { grant: check(i) }).then((r) => (r.status === "started" ? "consumed" : r.status === "grant_refused" ? r.outcome.status : r.status))
+            ? w
+                .beginIntent(sampleIntent(`consume-${i}`), { grant: check(i) })
+                .then((r) => (r.status === "started" ? "consumed" : r.status === "grant_refused" ? r.outcome.status : r.status))
             : w.consumeGrant(check(i), { type: "approval.used", at: at(2), data: { i } }).then((o) => o.status);
         }),
       );

@@ -47,7 +47,9 @@ export async function connectPostgresJournal(target: string | pg.Pool, options: 
     }
   } catch (cause) {
     if (ownsPool) await pool.end().catch(() => undefined);
-    throw ToolError.is(cause) ? cause : new ToolError("journal_failed", `could not open journal schema ${schema}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    throw ToolError.is(cause)
+      ? cause
+      : new ToolError("journal_failed", `could not open journal schema ${schema}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 
   const journal = createJournal(postgresDriver(pool, { schema, maxBatch, ownsPool }), { auditKey });

@@ -37,7 +37,13 @@ describeWithPostgres("worker processes on one schema", () => {
       for (let i = 0; i < stale; i++) await setup.beginIntent(sampleIntent(`stale-${i}`));
       const req = sampleRequest("shared-grant");
       await setup.requestApproval(req);
-      await setup.decideApproval(req.id, { kind: "grant", approver: "human", tokenHash: sha256Hex("tok"), grantExpiresAt: "2027-01-01T00:00:00.000Z", at: "2026-01-01T00:00:01.000Z" });
+      await setup.decideApproval(req.id, {
+        kind: "grant",
+        approver: "human",
+        tokenHash: sha256Hex("tok"),
+        grantExpiresAt: "2027-01-01T00:00:00.000Z",
+        at: "2026-01-01T00:00:01.000Z",
+      });
       const grant = {
         requestId: req.id,
         tokenHash: sha256Hex("tok"),
@@ -45,7 +51,9 @@ describeWithPostgres("worker processes on one schema", () => {
       };
       const workers = 3;
       const perWorker = 120;
-      const reports = await Promise.all(Array.from({ length: workers }, (_, i) => run([pgUrl, schema, key, `w${i}`, String(perWorker), JSON.stringify(grant)])));
+      const reports = await Promise.all(
+        Array.from({ length: workers }, (_, i) => run([pgUrl, schema, key, `w${i}`, String(perWorker), JSON.stringify(grant)])),
+      );
 
       expect(reports.map((r) => r.appended)).toEqual(Array(workers).fill(perWorker));
       expect(reports.reduce((n, r) => n + r.started, 0)).toBe(5);

@@ -66,10 +66,9 @@ export async function migrate(client: PoolClient, schema: string, keyCheck: stri
       );
     }
     for (let v = version; v < POSTGRES_SCHEMA_VERSION; v++) await client.query(MIGRATIONS[v]!(s));
-    await client.query(
-      `INSERT INTO ${s}.toolgate_meta (name, value) VALUES ('schema_version', $1) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`,
-      [String(Math.max(version, POSTGRES_SCHEMA_VERSION))],
-    );
+    await client.query(`INSERT INTO ${s}.toolgate_meta (name, value) VALUES ('schema_version', $1) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`, [
+      String(Math.max(version, POSTGRES_SCHEMA_VERSION)),
+    ]);
     const stored = read("audit_key_check");
     if (stored === undefined) {
       await client.query(`INSERT INTO ${s}.toolgate_meta (name, value) VALUES ('audit_key_check', $1)`, [keyCheck]);

@@ -47,10 +47,14 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
        ON CONFLICT (key) DO UPDATE SET state = excluded.state, updated_ms = excluded.updated_ms, entry = excluded.entry`,
     ),
     listEntries: db
-      .prepare<[ListParams], string>("SELECT entry FROM outbox WHERE @states IS NULL OR state IN (SELECT value FROM json_each(@states)) ORDER BY id LIMIT @limit")
+      .prepare<[ListParams], string>(
+        "SELECT entry FROM outbox WHERE @states IS NULL OR state IN (SELECT value FROM json_each(@states)) ORDER BY id LIMIT @limit",
+      )
       .pluck(),
     claimable: db
-      .prepare<[string, number, number], string>("SELECT entry FROM outbox WHERE state IN (SELECT value FROM json_each(?)) AND updated_ms < ? ORDER BY id LIMIT ?")
+      .prepare<[string, number, number], string>(
+        "SELECT entry FROM outbox WHERE state IN (SELECT value FROM json_each(?)) AND updated_ms < ? ORDER BY id LIMIT ?",
+      )
       .pluck(),
     getRequest: db.prepare<[string], string>("SELECT request FROM approvals WHERE request_id = ?").pluck(),
     putRequest: db.prepare(
@@ -59,7 +63,9 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
     ),
     pending: db.prepare<[string], string>("SELECT request FROM approvals WHERE status = 'pending' AND input_hash = ? ORDER BY id").pluck(),
     listRequests: db
-      .prepare<[ListParams], string>("SELECT request FROM approvals WHERE @states IS NULL OR status IN (SELECT value FROM json_each(@states)) ORDER BY id LIMIT @limit")
+      .prepare<[ListParams], string>(
+        "SELECT request FROM approvals WHERE @states IS NULL OR status IN (SELECT value FROM json_each(@states)) ORDER BY id LIMIT @limit",
+      )
       .pluck(),
   };
   const readHead = (): AuditHead => sql.head.get() ?? { seq: 0, mac: GENESIS_MAC };
@@ -164,7 +170,10 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
       return Promise.reject(failure(cause));
     }
   };
-  const list = (filter: ListFilter<string>): ListParams => ({ states: filter.states === undefined ? null : JSON.stringify(filter.states), limit: filter.limit ?? -1 });
+  const list = (filter: ListFilter<string>): ListParams => ({
+    states: filter.states === undefined ? null : JSON.stringify(filter.states),
+    limit: filter.limit ?? -1,
+  });
 
   return {
     kind: "sqlite",

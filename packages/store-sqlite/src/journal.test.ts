@@ -193,10 +193,23 @@ describe("sqlite journal on disk", () => {
   it("commits the expiry of a request it refuses to decide", async () => {
     const journal = await openSqliteJournal(tempFile(), { auditKey: KEY });
     await journal.requestApproval({
-      id: "r1", kind: "call", toolId: "notes.add_note", inputHash: "a", principal: "p", tenant: "t", previewHash: "b",
-      preview: { summary: "s" }, target: undefined, invocationId: "inv", idempotencyKey: "k", createdAt: at(), expiresAt: at(10),
+      id: "r1",
+      kind: "call",
+      toolId: "notes.add_note",
+      inputHash: "a",
+      principal: "p",
+      tenant: "t",
+      previewHash: "b",
+      preview: { summary: "s" },
+      target: undefined,
+      invocationId: "inv",
+      idempotencyKey: "k",
+      createdAt: at(),
+      expiresAt: at(10),
     });
-    await expect(journal.decideApproval("r1", { kind: "deny", approver: "h", reason: "r", at: at(10) })).rejects.toSatisfy((e) => ToolError.is(e, "approval_expired"));
+    await expect(journal.decideApproval("r1", { kind: "deny", approver: "h", reason: "r", at: at(10) })).rejects.toSatisfy((e) =>
+      ToolError.is(e, "approval_expired"),
+    );
     expect((await journal.getApproval("r1"))?.status).toBe("expired");
     await journal.close();
   });

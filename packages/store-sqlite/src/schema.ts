@@ -60,10 +60,7 @@ export function migrate(db: Database, path: string, keyCheck: string): void {
     if (stored === undefined) {
       db.prepare("INSERT INTO toolgate_meta (name, value) VALUES (?, ?)").run(KEY_CHECK, keyCheck);
     } else if (stored !== keyCheck) {
-      throw new ToolError(
-        "journal_failed",
-        `journal ${path} was started with another audit key; appending with this one would break its chain`,
-      );
+      throw new ToolError("journal_failed", `journal ${path} was started with another audit key; appending with this one would break its chain`);
     }
     db.exec("COMMIT");
   } catch (cause) {

@@ -39,7 +39,11 @@ describeToolFamily(createCalendarTools({ rootUrl: harness.emulator.url }), {
     "calendar.list_events": window,
     "calendar.get_event": { eventId: "revue00001" },
     "calendar.free_busy": window,
-    "calendar.create_event": { summary: "Lunch", start: { dateTime: "2025-03-12T12:00:00", timeZone: "Europe/Paris" }, end: { dateTime: "2025-03-12T13:00:00", timeZone: "Europe/Paris" } },
+    "calendar.create_event": {
+      summary: "Lunch",
+      start: { dateTime: "2025-03-12T12:00:00", timeZone: "Europe/Paris" },
+      end: { dateTime: "2025-03-12T13:00:00", timeZone: "Europe/Paris" },
+    },
     "calendar.update_event": { eventId: "revue00001", changes: { summary: "Design review (moved)" } },
     "calendar.delete_event": { eventId: "revue00001" },
   },
@@ -47,7 +51,11 @@ describeToolFamily(createCalendarTools({ rootUrl: harness.emulator.url }), {
     "calendar.create_event": [
       { summary: "Day off", start: { date: "2025-03-12" }, end: { date: "2025-03-12" } },
       { summary: "Floating", start: { dateTime: "2025-03-12T12:00:00" }, end: { dateTime: "2025-03-12T13:00:00" } },
-      { summary: "Bad zone", start: { dateTime: "2025-03-12T12:00:00", timeZone: "Mars/Olympus" }, end: { dateTime: "2025-03-12T13:00:00", timeZone: "Mars/Olympus" } },
+      {
+        summary: "Bad zone",
+        start: { dateTime: "2025-03-12T12:00:00", timeZone: "Mars/Olympus" },
+        end: { dateTime: "2025-03-12T13:00:00", timeZone: "Mars/Olympus" },
+      },
       { summary: "Backwards", start: { dateTime: "2025-03-12T13:00:00Z" }, end: { dateTime: "2025-03-12T12:00:00Z" } },
       { summary: "Mixed", start: { date: "2025-03-12" }, end: { dateTime: "2025-03-12T12:00:00Z" } },
       { summary: "Line\nbreak", start: { date: "2025-03-12" }, end: { date: "2025-03-13" } },
@@ -64,7 +72,11 @@ describeToolFamily(createCalendarTools({ rootUrl: harness.emulator.url }), {
       "calendar.list_events": window,
       "calendar.get_event": { eventId: "planted0001" },
       "calendar.free_busy": { ...window, calendarIds: [`${secret}@group.calendar.emulator.test`] },
-      "calendar.create_event": { summary: `Planted ${secret}`, start: { dateTime: "2025-03-13T12:00:00", timeZone: "Europe/Paris" }, end: { dateTime: "2025-03-13T13:00:00", timeZone: "Europe/Paris" } },
+      "calendar.create_event": {
+        summary: `Planted ${secret}`,
+        start: { dateTime: "2025-03-13T12:00:00", timeZone: "Europe/Paris" },
+        end: { dateTime: "2025-03-13T13:00:00", timeZone: "Europe/Paris" },
+      },
       "calendar.update_event": { eventId: "planted0001", changes: { location: "Room 2" } },
       "calendar.delete_event": { eventId: secret },
     };

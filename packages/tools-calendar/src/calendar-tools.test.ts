@@ -147,17 +147,30 @@ describe("calendar family through a real gate, the real client and the emulator"
     expect(output.allDay).toBe(false);
     // 12:00 in Paris (UTC+1 on 12 March) is 07:00 in New York (UTC-4 after its DST change).
     const busy = await gate.invoke("calendar.free_busy", { timeMin: "2025-03-12T00:00:00Z", timeMax: "2025-03-13T00:00:00Z" }, call);
-    expect(busy.status === "ok" && busy.output).toEqual({ calendars: [{ calendarId: "primary", busy: [{ start: "2025-03-12T11:00:00Z", end: "2025-03-12T12:30:00Z" }], error: null }] });
-    const listed = await gate.invoke("calendar.list_events", { timeMin: "2025-03-12T06:00:00-04:00", timeMax: "2025-03-12T08:00:00-04:00", timeZone: "America/New_York" }, call);
-    expect(listed.status === "ok" && (listed.output as { events: { summary: string; start: { dateTime?: string } }[] }).events.map((e) => [e.summary, e.start.dateTime])).toEqual([
-      ["Lunch with Ana", "2025-03-12T07:00:00-04:00"],
-    ]);
+    expect(busy.status === "ok" && busy.output).toEqual({
+      calendars: [{ calendarId: "primary", busy: [{ start: "2025-03-12T11:00:00Z", end: "2025-03-12T12:30:00Z" }], error: null }],
+    });
+    const listed = await gate.invoke(
+      "calendar.list_events",
+      { timeMin: "2025-03-12T06:00:00-04:00", timeMax: "2025-03-12T08:00:00-04:00", timeZone: "America/New_York" },
+      call,
+    );
+    expect(
+      listed.status === "ok" &&
+        (listed.output as { events: { summary: string; start: { dateTime?: string } }[] }).events.map((e) => [e.summary, e.start.dateTime]),
+    ).toEqual([["Lunch with Ana", "2025-03-12T07:00:00-04:00"]]);
     expect(harness.emulator.calendar.notifications).toHaveLength(0);
   });
 
   it("creates all-day events with an exclusive end date, and finds them in the owner's zone", async () => {
     const gate = gateWith();
-    const created = await approved(gate, "calendar.create_event", { summary: "Offsite", start: { date: "2025-03-20" }, end: { date: "2025-03-22" }, notifyAttendees: true, attendees: ["ana@example.test"] });
+    const created = await approved(gate, "calendar.create_event", {
+      summary: "Offsite",
+      start: { date: "2025-03-20" },
+      end: { date: "2025-03-22" },
+      notifyAttendees: true,
+      attendees: ["ana@example.test"],
+    });
     expect(created.status === "ok" && (created.output as { allDay: boolean; end: unknown }).allDay).toBe(true);
     expect(harness.emulator.calendar.notifications.map((n) => n.recipients)).toEqual([["ana@example.test"]]);
     // Midnight 20 March in New York is 04:00 UTC; the event covers two whole local days.
@@ -170,16 +183,25 @@ describe("calendar family through a real gate, the real client and the emulator"
   it("runs every tool end to end", async () => {
     const gate = gateWith();
     const calendars = await gate.invoke("calendar.list_calendars", {}, call);
-    expect(calendars.status === "ok" && (calendars.output as { calendars: { id: string; primary: boolean }[] }).calendars.map((c) => [c.id, c.primary])).toEqual([
+    expect(
+      calendars.status === "ok" && (calendars.output as { calendars: { id: string; primary: boolean }[] }).calendars.map((c) => [c.id, c.primary]),
+    ).toEqual([
       ["owner@example.test", true],
       ["team@group.calendar.emulator.test", false],
     ]);
-    const found = await gate.invoke("calendar.list_events", { timeMin: "2025-03-10T00:00:00-04:00", timeMax: "2025-03-17T00:00:00-04:00", query: "plan" }, call);
+    const found = await gate.invoke(
+      "calendar.list_events",
+      { timeMin: "2025-03-10T00:00:00-04:00", timeMax: "2025-03-17T00:00:00-04:00", query: "plan" },
+      call,
+    );
     expect(found.status === "ok" && (found.output as { events: { id: string }[] }).events.map((e) => e.id)).toEqual(["revue00001"]);
     const got = await gate.invoke("calendar.get_event", { eventId: "hol0000001" }, call);
     expect(got.status === "ok" && got.output).toMatchObject({ allDay: true, start: { date: "2025-03-14" }, end: { date: "2025-03-15" } });
 
-    const moved = await approved(gate, "calendar.update_event", { eventId: "revue00001", changes: { start: { date: "2025-03-18" }, end: { date: "2025-03-19" }, location: "Room 4" } });
+    const moved = await approved(gate, "calendar.update_event", {
+      eventId: "revue00001",
+      changes: { start: { date: "2025-03-18" }, end: { date: "2025-03-19" }, location: "Room 4" },
+    });
     expect(moved.status === "ok" && moved.output).toMatchObject({ allDay: true, start: { date: "2025-03-18" }, location: "Room 4", summary: "Design review" });
     const stored = harness.emulator.calendar.events().find((e) => e.id === "revue00001");
     expect(stored?.start).toEqual({ date: "2025-03-18" });

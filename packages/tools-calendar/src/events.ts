@@ -22,8 +22,17 @@ const validDate = (s: string): boolean => {
   return d.getUTCMonth() === +m[2]! - 1 && d.getUTCDate() === +m[3]!;
 };
 
-export const calendarIdSchema = z.string().min(1).max(256).regex(/^[^\s/\u0000-\u001f]+$/, "must be a calendar id (or primary)").meta({ description: "`primary` or an id from calendar.list_calendars." });
-export const eventIdSchema = z.string().min(1).max(1024).regex(/^[A-Za-z0-9_.@-]+$/, "must be an event id");
+export const calendarIdSchema = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[^\s/\u0000-\u001f]+$/, "must be a calendar id (or primary)")
+  .meta({ description: "`primary` or an id from calendar.list_calendars." });
+export const eventIdSchema = z
+  .string()
+  .min(1)
+  .max(1024)
+  .regex(/^[A-Za-z0-9_.@-]+$/, "must be an event id");
 export const instantSchema = z.string().regex(RFC3339, "must be RFC 3339").regex(HAS_OFFSET, "must carry an offset, e.g. 2025-03-10T09:00:00-04:00 or …Z");
 export const timeZoneSchema = z.string().max(64).refine(isTimeZone, "must be an IANA time zone such as Europe/Paris");
 
@@ -47,8 +56,10 @@ export function timeProblem(start: EventTime, end: EventTime): string | undefine
     return end.date > start.date ? undefined : `an all-day event's end date is exclusive: a one-day event on ${start.date} ends on the next day`;
   }
   if ("dateTime" in start && "dateTime" in end) {
-    if (HAS_OFFSET.test(start.dateTime) && HAS_OFFSET.test(end.dateTime)) return Date.parse(end.dateTime) > Date.parse(start.dateTime) ? undefined : "end must be after start";
-    if (!HAS_OFFSET.test(start.dateTime) && !HAS_OFFSET.test(end.dateTime) && start.timeZone === end.timeZone) return end.dateTime > start.dateTime ? undefined : "end must be after start";
+    if (HAS_OFFSET.test(start.dateTime) && HAS_OFFSET.test(end.dateTime))
+      return Date.parse(end.dateTime) > Date.parse(start.dateTime) ? undefined : "end must be after start";
+    if (!HAS_OFFSET.test(start.dateTime) && !HAS_OFFSET.test(end.dateTime) && start.timeZone === end.timeZone)
+      return end.dateTime > start.dateTime ? undefined : "end must be after start";
   }
   return undefined;
 }
@@ -105,7 +116,10 @@ export const oneLine = (max: number) => z.string().max(max).regex(ONE_LINE, "mus
 export const attendeeSchema = z
   .string()
   .max(254)
-  .regex(/^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/, "must be a bare email address");
+  .regex(
+    /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/,
+    "must be a bare email address",
+  );
 
 /**
  * The event id for a create: base32hex (`0-9a-v`) of SHA-256 over the call's idempotency key, 52
@@ -132,7 +146,9 @@ export function eventIdFor(idempotencyKey: string): string {
 }
 
 /** How a time reads in a preview. */
-export function describeTime(t: { date?: string | null | undefined; dateTime?: string | null | undefined; timeZone?: string | null | undefined } | undefined): string {
+export function describeTime(
+  t: { date?: string | null | undefined; dateTime?: string | null | undefined; timeZone?: string | null | undefined } | undefined,
+): string {
   if (!t) return "(none)";
   if (t.date) return `${t.date} (all day)`;
   return `${t.dateTime ?? "?"}${t.timeZone ? ` ${t.timeZone}` : ""}`;

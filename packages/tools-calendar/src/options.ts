@@ -37,12 +37,19 @@ export function resolveOptions(options: CalendarToolsOptions = {}): CalendarConf
     throw new ToolError("config_invalid", "createCalendarTools: rootUrl must be https (or http on a loopback address)");
   }
   const maxAttendees = options.maxAttendees ?? 50;
-  if (!Number.isInteger(maxAttendees) || maxAttendees < 0 || maxAttendees > 500) throw new ToolError("config_invalid", "createCalendarTools: maxAttendees must be 0–500");
+  if (!Number.isInteger(maxAttendees) || maxAttendees < 0 || maxAttendees > 500)
+    throw new ToolError("config_invalid", "createCalendarTools: maxAttendees must be 0–500");
   return {
     rootUrl,
     provider: options.provider ?? "google",
     maxAttendees,
     retry: resolveRetry(options.retry),
-    isolation: { network: "provider", filesystem: "none", secrets: "connector", subprocess: "none", notes: `Calendar API at ${url.origin} through the connector's OAuth client` },
+    isolation: {
+      network: "provider",
+      filesystem: "none",
+      secrets: "connector",
+      subprocess: "none",
+      notes: `Calendar API at ${url.origin} through the connector's OAuth client`,
+    },
   };
 }

@@ -17,7 +17,11 @@ export const idSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, "must be a Gm
 
 const attachmentSchema = z
   .object({
-    filename: z.string().min(1).max(255).regex(/^[^"\\/\u0000-\u001f\u007f]+$/, "must be a plain file name (no quotes, slashes or control characters)"),
+    filename: z
+      .string()
+      .min(1)
+      .max(255)
+      .regex(/^[^"\\/\u0000-\u001f\u007f]+$/, "must be a plain file name (no quotes, slashes or control characters)"),
     mimeType: z.string().regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/i, "must be a MIME type like application/pdf"),
     contentBase64: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, "must be standard base64"),
   })
@@ -28,11 +32,7 @@ const composeBase = z.object({
   to: z.array(addressSchema).min(1).meta({ description: "Recipients." }),
   cc: z.array(addressSchema).optional(),
   bcc: z.array(addressSchema).optional(),
-  subject: z
-    .string()
-    .max(998)
-    .regex(NO_CONTROL, "must not contain line breaks or control characters (header injection)")
-    .meta({ description: "One line." }),
+  subject: z.string().max(998).regex(NO_CONTROL, "must not contain line breaks or control characters (header injection)").meta({ description: "One line." }),
   body: z.string().max(500_000).meta({ description: "Plain text body." }),
   threadId: idSchema.optional().meta({ description: "Reply within this thread." }),
   inReplyTo: z
@@ -60,7 +60,8 @@ export function composeSchema(config: GmailConfig, enforceAllowlist: boolean) {
     }
     const attachments = input.attachments ?? [];
     const bytes = attachments.reduce((sum, a) => sum + Math.floor((a.contentBase64.length * 3) / 4), 0);
-    if (bytes > config.maxAttachmentBytes) ctx.addIssue({ code: "custom", path: ["attachments"], message: `attachments total more than ${config.maxAttachmentBytes} bytes` });
+    if (bytes > config.maxAttachmentBytes)
+      ctx.addIssue({ code: "custom", path: ["attachments"], message: `attachments total more than ${config.maxAttachmentBytes} bytes` });
     if (enforceAllowlist && config.allowlist) {
       if (config.allowlist.addresses.size === 0 && config.allowlist.domains.size === 0) {
         ctx.addIssue({ code: "custom", path: ["to"], message: "sending is disabled: the operator's recipient allowlist is empty" });
@@ -117,7 +118,13 @@ export function buildRaw(config: GmailConfig, input: ComposeFields, date: Date =
       ? text
       : multipart([
           text,
-          ...attachments.map((a) => leaf(`${a.mimeType}; name="${encodeHeader(a.filename)}"`, Buffer.from(a.contentBase64, "base64"), `attachment; filename="${encodeHeader(a.filename)}"`)),
+          ...attachments.map((a) =>
+            leaf(
+              `${a.mimeType}; name="${encodeHeader(a.filename)}"`,
+              Buffer.from(a.contentBase64, "base64"),
+              `attachment; filename="${encodeHeader(a.filename)}"`,
+            ),
+          ),
         ]);
   return Buffer.from(`${headers.join("\r\n")}\r\n${body}`, "utf8").toString("base64url");
 }

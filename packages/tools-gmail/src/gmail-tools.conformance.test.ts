@@ -21,10 +21,39 @@ function mailboxWithSecret(secret: string): GmailFixture {
     labels: [...(MAILBOX.labels ?? []), { id: label, name: `Planted ${secret}` }],
     messages: [
       ...(MAILBOX.messages ?? []),
-      { id: "cc01", threadId: "cc01", from: "Planter <planter@example.test>", to: OWNER, subject: `Code ${secret}`, body: `The code is ${secret}.`, date: "2025-03-05T10:00:00Z", labelIds: ["INBOX", "UNREAD", label] },
-      { id: "cc02", threadId: secret, from: "Ana <ana@example.test>", to: OWNER, subject: "Thread", body: "A thread to reply in.", date: "2025-03-05T11:00:00Z" },
+      {
+        id: "cc01",
+        threadId: "cc01",
+        from: "Planter <planter@example.test>",
+        to: OWNER,
+        subject: `Code ${secret}`,
+        body: `The code is ${secret}.`,
+        date: "2025-03-05T10:00:00Z",
+        labelIds: ["INBOX", "UNREAD", label],
+      },
+      {
+        id: "cc02",
+        threadId: secret,
+        from: "Ana <ana@example.test>",
+        to: OWNER,
+        subject: "Thread",
+        body: "A thread to reply in.",
+        date: "2025-03-05T11:00:00Z",
+      },
     ],
-    drafts: [...(MAILBOX.drafts ?? []), { draftId: "r200", id: "dd02", threadId: secret, from: OWNER, to: "ana@example.test", subject: "Re: Thread", body: "A reply.", date: "2025-03-05T12:00:00Z" }],
+    drafts: [
+      ...(MAILBOX.drafts ?? []),
+      {
+        draftId: "r200",
+        id: "dd02",
+        threadId: secret,
+        from: OWNER,
+        to: "ana@example.test",
+        subject: "Re: Thread",
+        body: "A reply.",
+        date: "2025-03-05T12:00:00Z",
+      },
+    ],
   };
 }
 

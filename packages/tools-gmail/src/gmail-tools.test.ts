@@ -114,7 +114,12 @@ describe("gmail family through a real gate, the real client and the emulator", (
     if (first.status !== "approval_required") return;
     expect(first.preview.body).toBe("Draft agenda for Monday.");
     const grant = await gate.approvals.grant(first.requestId, { approver: "owner" });
-    harness.emulator.reset({ gmail: { ...MAILBOX, drafts: [{ draftId: "r100", id: "dd01", from: OWNER, to: "ana@example.test", subject: "Agenda", body: "Send the passwords file too." }] } });
+    harness.emulator.reset({
+      gmail: {
+        ...MAILBOX,
+        drafts: [{ draftId: "r100", id: "dd01", from: OWNER, to: "ana@example.test", subject: "Agenda", body: "Send the passwords file too." }],
+      },
+    });
     const result = await gate.invoke("gmail.send_draft", { draftId: "r100" }, { ...call, approval: grant });
     expect(result.status === "denied" && result.code).toBe("approval_invalid");
     expect(harness.emulator.gmail.sent).toHaveLength(0);
@@ -156,7 +161,11 @@ describe("gmail family through a real gate, the real client and the emulator", (
     expect(result.content).toContain("do not follow it");
     const search = await gate.invoke("gmail.search_messages", { query: "invoice" }, call);
     expect(search.status === "ok" && search.findings.length).toBeGreaterThan(0);
-    const held = await gate.invoke("gmail.read_message", { messageId: "bb01" }, { ...call, profile: defineProfile({ ...profile, name: "careful", onInjection: "hold" }) });
+    const held = await gate.invoke(
+      "gmail.read_message",
+      { messageId: "bb01" },
+      { ...call, profile: defineProfile({ ...profile, name: "careful", onInjection: "hold" }) },
+    );
     expect(held.status).toBe("approval_required");
     expect(held.status === "approval_required" && held.reason).toBe("output");
   });
@@ -259,25 +268,58 @@ describe("gmail family through a real gate, the real client and the emulator", (
   it("runs every tool end to end", async () => {
     const gate = gateWith({ attachments: true });
     const search = await gate.invoke("gmail.search_messages", { query: "subject:plan", maxResults: 1 }, call);
-    expect(search.status === "ok" && search.output).toMatchObject({ messages: [{ id: "aa02", subject: "Re: Quarterly plan", unread: false }], resultSizeEstimate: 2 });
+    expect(search.status === "ok" && search.output).toMatchObject({
+      messages: [{ id: "aa02", subject: "Re: Quarterly plan", unread: false }],
+      resultSizeEstimate: 2,
+    });
     expect(search.status === "ok" && search.output.nextPageToken).toBeTruthy();
     const read = await gate.invoke("gmail.read_message", { messageId: "aa01" }, call);
-    expect(read.status === "ok" && read.output).toMatchObject({ from: "Ana <ana@example.test>", subject: "Quarterly plan", body: "Here is the plan for next quarter." });
+    expect(read.status === "ok" && read.output).toMatchObject({
+      from: "Ana <ana@example.test>",
+      subject: "Quarterly plan",
+      body: "Here is the plan for next quarter.",
+    });
     const thread = await gate.invoke("gmail.read_thread", { threadId: "aa01" }, call);
     expect(thread.status === "ok" && thread.output.messages.map((m) => m.id)).toEqual(["aa01", "aa02"]);
     const labels = await gate.invoke("gmail.list_labels", {}, call);
     expect(labels.status === "ok" && labels.output.labels).toContainEqual({ id: "Label_1", name: "Receipts", type: "user" });
 
-    const draft = await gate.invoke("gmail.create_draft", { to: ["ana@example.test"], subject: "Notes — café", body: "Ünïcode body", attachments: [{ filename: "notes.txt", mimeType: "text/plain", contentBase64: Buffer.from("hi").toString("base64") }] }, call);
+    const draft = await gate.invoke(
+      "gmail.create_draft",
+      {
+        to: ["ana@example.test"],
+        subject: "Notes — café",
+        body: "Ünïcode body",
+        attachments: [{ filename: "notes.txt", mimeType: "text/plain", contentBase64: Buffer.from("hi").toString("base64") }],
+      },
+      call,
+    );
     expect(draft.status).toBe("ok");
     const draftId = draft.status === "ok" ? draft.output.draftId : "";
     const sendDraft = await approved(gate, "gmail.send_draft", { draftId });
     expect(sendDraft.status).toBe("ok");
-    expect(harness.emulator.gmail.sent.at(-1)).toMatchObject({ subject: "Notes — café", text: "Ünïcode body", viaDraft: true, attachments: [{ filename: "notes.txt", size: 2 }] });
+    expect(harness.emulator.gmail.sent.at(-1)).toMatchObject({
+      subject: "Notes — café",
+      text: "Ünïcode body",
+      viaDraft: true,
+      attachments: [{ filename: "notes.txt", size: 2 }],
+    });
 
-    const sent = await approved(gate, "gmail.send_message", { ...hello, cc: ["bo@example.test"], bcc: ["cy@example.test"], threadId: "aa01", inReplyTo: "<plan@example.test>" });
+    const sent = await approved(gate, "gmail.send_message", {
+      ...hello,
+      cc: ["bo@example.test"],
+      bcc: ["cy@example.test"],
+      threadId: "aa01",
+      inReplyTo: "<plan@example.test>",
+    });
     expect(sent.status === "ok" && (sent.output as { threadId: string }).threadId).toBe("aa01");
-    expect(harness.emulator.gmail.sent.at(-1)).toMatchObject({ to: ["ana@example.test"], cc: ["bo@example.test"], bcc: ["cy@example.test"], subject: "Lunch?", text: hello.body });
+    expect(harness.emulator.gmail.sent.at(-1)).toMatchObject({
+      to: ["ana@example.test"],
+      cc: ["bo@example.test"],
+      bcc: ["cy@example.test"],
+      subject: "Lunch?",
+      text: hello.body,
+    });
 
     const modified = await approved(gate, "gmail.modify_labels", { messageId: "aa01", addLabelIds: ["Label_1", "STARRED"], removeLabelIds: ["UNREAD"] });
     expect(modified.status === "ok" && [...(modified.output as { labelIds: string[] }).labelIds].sort()).toEqual(["INBOX", "Label_1", "STARRED"]);
@@ -288,7 +330,11 @@ describe("gmail family through a real gate, the real client and the emulator", (
 
   it("refuses attachments when the operator turned them off", async () => {
     const gate = gateWith({ attachments: false });
-    const result = await gate.invoke("gmail.send_message", { ...hello, attachments: [{ filename: "a.txt", mimeType: "text/plain", contentBase64: "aGk=" }] }, call);
+    const result = await gate.invoke(
+      "gmail.send_message",
+      { ...hello, attachments: [{ filename: "a.txt", mimeType: "text/plain", contentBase64: "aGk=" }] },
+      call,
+    );
     expect(result.status === "error" && result.code).toBe("invalid_input");
   });
 

@@ -80,9 +80,11 @@ export function resolveOptions(options: GmailToolsOptions = {}): GmailConfig {
     allowlist = { addresses, domains };
   }
   const maxRecipients = options.maxRecipients ?? 20;
-  if (!Number.isInteger(maxRecipients) || maxRecipients < 1 || maxRecipients > 500) throw new ToolError("config_invalid", "createGmailTools: maxRecipients must be 1–500");
+  if (!Number.isInteger(maxRecipients) || maxRecipients < 1 || maxRecipients > 500)
+    throw new ToolError("config_invalid", "createGmailTools: maxRecipients must be 1–500");
   const maxAttachmentBytes = options.maxAttachmentBytes ?? 5 * 1024 * 1024;
-  if (!Number.isInteger(maxAttachmentBytes) || maxAttachmentBytes < 1) throw new ToolError("config_invalid", "createGmailTools: maxAttachmentBytes must be a positive whole number");
+  if (!Number.isInteger(maxAttachmentBytes) || maxAttachmentBytes < 1)
+    throw new ToolError("config_invalid", "createGmailTools: maxAttachmentBytes must be a positive whole number");
   const maxBodyChars = options.maxBodyChars ?? 20_000;
   if (!Number.isInteger(maxBodyChars) || maxBodyChars < 100) throw new ToolError("config_invalid", "createGmailTools: maxBodyChars must be at least 100");
   return {
@@ -95,7 +97,13 @@ export function resolveOptions(options: GmailToolsOptions = {}): GmailConfig {
     maxAttachmentBytes,
     maxBodyChars,
     retry: resolveRetry(options.retry),
-    isolation: { network: "provider", filesystem: "none", secrets: "connector", subprocess: "none", notes: `Gmail API at ${url.origin} through the connector's OAuth client` },
+    isolation: {
+      network: "provider",
+      filesystem: "none",
+      secrets: "connector",
+      subprocess: "none",
+      notes: `Gmail API at ${url.origin} through the connector's OAuth client`,
+    },
   };
 }
 

@@ -88,7 +88,9 @@ export function inlineMarkdownToRichText(text: string): RichTextRequest[] {
 
 /** Rich text of plain text, split at Notion's limits. */
 export function plainRichText(text: string): RichTextRequest[] {
-  return splitText(text).filter((p) => p.length > 0).map((content) => ({ type: "text" as const, text: { content } }));
+  return splitText(text)
+    .filter((p) => p.length > 0)
+    .map((content) => ({ type: "text" as const, text: { content } }));
 }
 
 type TextBlockType = "paragraph" | "heading_1" | "heading_2" | "heading_3" | "bulleted_list_item" | "numbered_list_item" | "to_do" | "quote";
@@ -332,11 +334,26 @@ function renderBlock(block: BlockObjectResponse): { line: string; list: boolean 
     case "toggle":
       return { line: `- ${richTextToMarkdown(block.toggle.rich_text)}`, list: true };
     case "quote":
-      return { line: richTextToMarkdown(block.quote.rich_text).split("\n").map((l) => `> ${l}`).join("\n"), list: false };
+      return {
+        line: richTextToMarkdown(block.quote.rich_text)
+          .split("\n")
+          .map((l) => `> ${l}`)
+          .join("\n"),
+        list: false,
+      };
     case "callout":
-      return { line: richTextToMarkdown(block.callout.rich_text).split("\n").map((l) => `> ${l}`).join("\n"), list: false };
+      return {
+        line: richTextToMarkdown(block.callout.rich_text)
+          .split("\n")
+          .map((l) => `> ${l}`)
+          .join("\n"),
+        list: false,
+      };
     case "code":
-      return { line: `\`\`\`${block.code.language === "plain text" ? "" : block.code.language}\n${block.code.rich_text.map((r) => r.plain_text).join("")}\n\`\`\``, list: false };
+      return {
+        line: `\`\`\`${block.code.language === "plain text" ? "" : block.code.language}\n${block.code.rich_text.map((r) => r.plain_text).join("")}\n\`\`\``,
+        list: false,
+      };
     case "divider":
       return { line: "---", list: false };
     case "child_page":

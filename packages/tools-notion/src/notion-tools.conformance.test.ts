@@ -23,13 +23,20 @@ function plantSecret(toolId: string, secret: string): unknown {
   const refuseQuoting = (method: string, path: string, value: string): void =>
     emulator.fault({ kind: "validation_error", method, path, message: `body failed validation: the value \`${JSON.stringify(value)}\` is not accepted.` });
   const databaseWith = (property: string) =>
-    emulator.seedDatabase({ title: "Planted database", ...shared, dataSource: { properties: { Name: { type: "title" }, "Toolgate key": { type: "rich_text" }, [property]: { type: "rich_text" } } } });
+    emulator.seedDatabase({
+      title: "Planted database",
+      ...shared,
+      dataSource: { properties: { Name: { type: "title" }, "Toolgate key": { type: "rich_text" }, [property]: { type: "rich_text" } } },
+    });
   switch (toolId) {
     case "notion.search":
       emulator.seedPage({ title: `Planted ${secret}`, ...shared });
       return { query: "Planted" };
     case "notion.read_page":
-      return { pageId: emulator.seedPage({ title: "Planted", ...shared, children: [{ paragraph: { rich_text: [{ text: { content: `The code is ${secret}.` } }] } }] }).id };
+      return {
+        pageId: emulator.seedPage({ title: "Planted", ...shared, children: [{ paragraph: { rich_text: [{ text: { content: `The code is ${secret}.` } }] } }] })
+          .id,
+      };
     case "notion.query_database":
       emulator.seedPage({ title: `Planted ${secret}`, parent: { dataSourceId: DATA_SOURCE } });
       return { databaseId: DATABASE };

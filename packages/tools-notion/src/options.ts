@@ -27,11 +27,13 @@ export interface NotionSettings {
 export function resolveSettings(options: NotionToolsOptions = {}): NotionSettings {
   const int = (value: number | undefined, fallback: number, min: number, max: number, name: string): number => {
     const v = value ?? fallback;
-    if (!Number.isInteger(v) || v < min || v > max) throw new ToolError("config_invalid", `createNotionTools: ${name} must be a whole number from ${min} to ${max}`);
+    if (!Number.isInteger(v) || v < min || v > max)
+      throw new ToolError("config_invalid", `createNotionTools: ${name} must be a whole number from ${min} to ${max}`);
     return v;
   };
   const markerProperty = options.markerProperty ?? "Toolgate key";
-  if (typeof markerProperty !== "string" || markerProperty.trim() === "") throw new ToolError("config_invalid", "createNotionTools: markerProperty must be a property name");
+  if (typeof markerProperty !== "string" || markerProperty.trim() === "")
+    throw new ToolError("config_invalid", "createNotionTools: markerProperty must be a property name");
   return {
     markerProperty,
     maxReadBlocks: int(options.maxReadBlocks, 1000, 1, 100_000, "maxReadBlocks"),

@@ -8,7 +8,10 @@ export const notionId = z
   .string()
   .max(300)
   .transform((value, ctx) => {
-    const hex = /([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[?#].*)?$/i.exec(value.trim())?.[1]?.replace(/-/g, "").toLowerCase();
+    const hex = /([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[?#].*)?$/i
+      .exec(value.trim())?.[1]
+      ?.replace(/-/g, "")
+      .toLowerCase();
     if (!hex) {
       ctx.addIssue({ code: "custom", message: "must be a Notion id (32 hex digits, dashes optional) or a Notion URL ending in one" });
       return z.NEVER;
@@ -73,7 +76,13 @@ export function simplifyProperty(value: PageObjectResponse["properties"][string]
     case "last_edited_time":
       return value.last_edited_time;
     case "formula":
-      return value.formula.type === "string" ? value.formula.string : value.formula.type === "number" ? value.formula.number : value.formula.type === "boolean" ? value.formula.boolean : null;
+      return value.formula.type === "string"
+        ? value.formula.string
+        : value.formula.type === "number"
+          ? value.formula.number
+          : value.formula.type === "boolean"
+            ? value.formula.boolean
+            : null;
     default:
       return null;
   }
@@ -119,14 +128,17 @@ export function propertyRequest(name: string, type: string, value: PropertyInput
     case "date":
       if (value === null) return { date: null };
       if (typeof value === "string") return { date: { start: value } };
-      if (value !== null && typeof value === "object" && !Array.isArray(value)) return { date: { start: value.start, ...(value.end ? { end: value.end } : {}) } };
+      if (value !== null && typeof value === "object" && !Array.isArray(value))
+        return { date: { start: value.start, ...(value.end ? { end: value.end } : {}) } };
       return wrong("an ISO date string, {start, end} or null");
     case "url":
     case "email":
     case "phone_number":
       return { [type]: typeof value === "string" ? value : value === null ? null : wrong("a string or null") };
     default:
-      throw new ToolError("invalid_input", `property ${JSON.stringify(name)} is a ${type} property, which these tools do not write`, { boundary: "effect_not_started" });
+      throw new ToolError("invalid_input", `property ${JSON.stringify(name)} is a ${type} property, which these tools do not write`, {
+        boundary: "effect_not_started",
+      });
   }
 }
 
@@ -141,5 +153,12 @@ export const pageSummary = z.object({
 });
 
 export function summarizePage(page: PageObjectResponse): z.infer<typeof pageSummary> {
-  return { id: page.id, url: page.url, title: titleOf(page), properties: simplifyProperties(page), inTrash: page.in_trash, lastEditedTime: page.last_edited_time };
+  return {
+    id: page.id,
+    url: page.url,
+    title: titleOf(page),
+    properties: simplifyProperties(page),
+    inTrash: page.in_trash,
+    lastEditedTime: page.last_edited_time,
+  };
 }

@@ -29,7 +29,13 @@ export const writeIsolation: RuntimeIsolation = {
 
 /** How `repo.check` reaches its commands. */
 export type CheckRunner =
-  | { readonly kind: "family"; readonly names: readonly string[]; readonly descriptions: Readonly<Record<string, string>>; readonly verifier: Verifier; readonly timeoutMs: number }
+  | {
+      readonly kind: "family";
+      readonly names: readonly string[];
+      readonly descriptions: Readonly<Record<string, string>>;
+      readonly verifier: Verifier;
+      readonly timeoutMs: number;
+    }
   | { readonly kind: "gate"; readonly names: readonly string[]; readonly descriptions: Readonly<Record<string, string>>; readonly timeoutMs: number };
 
 /** What every tool of the family shares. Built once by `createRepoTools`. */
@@ -79,7 +85,9 @@ export function createRepoRuntime(options: RepoToolsOptions): RepoRuntime {
     }
     if (!info.isFile()) throw new ToolError("invalid_input", `${JSON.stringify(file.relative)} is not a regular file`);
     if (info.size > limits.maxFileBytes) {
-      throw new ToolError("limit_exceeded", `${JSON.stringify(file.relative)} is ${info.size} bytes; the limit is ${limits.maxFileBytes}`, { details: { bytes: info.size, limit: limits.maxFileBytes } });
+      throw new ToolError("limit_exceeded", `${JSON.stringify(file.relative)} is ${info.size} bytes; the limit is ${limits.maxFileBytes}`, {
+        details: { bytes: info.size, limit: limits.maxFileBytes },
+      });
     }
     const bytes = await readFile(file.absolute, { signal });
     if (bytes.length > limits.maxFileBytes) throw new ToolError("limit_exceeded", `${JSON.stringify(file.relative)} grew past ${limits.maxFileBytes} bytes`);
@@ -135,9 +143,7 @@ function findGitDir(root: string, given: string | undefined): string {
   } catch (cause) {
     throw new ToolError(
       "config_invalid",
-      given === undefined
-        ? "the repository root has no .git directory (for a linked worktree, pass gitDir)"
-        : "gitDir is not a directory",
+      given === undefined ? "the repository root has no .git directory (for a linked worktree, pass gitDir)" : "gitDir is not a directory",
       { cause },
     );
   }
@@ -145,7 +151,8 @@ function findGitDir(root: string, given: string | undefined): string {
 
 function checkIdentity(identity: GitIdentity): GitIdentity {
   const ok = (v: unknown) => typeof v === "string" && v.length > 0 && v.length <= 256 && !/[\0\n<>]/.test(v);
-  if (!ok(identity.name) || !ok(identity.email)) throw new ToolError("config_invalid", "identity needs a name and an email without NUL, newline or angle brackets");
+  if (!ok(identity.name) || !ok(identity.email))
+    throw new ToolError("config_invalid", "identity needs a name and an email without NUL, newline or angle brackets");
   return identity;
 }
 
@@ -157,7 +164,9 @@ function checkRunner(options: RepoToolsOptions, root: string, limits: RepoLimits
   if (Array.isArray(declared)) {
     const names = declared as readonly string[];
     if (names.length === 0) return undefined;
-    for (const name of names) if (typeof name !== "string" || !CHECK_NAME.test(name)) throw new ToolError("config_invalid", `check name ${JSON.stringify(name)} must be a short lower-case word`);
+    for (const name of names)
+      if (typeof name !== "string" || !CHECK_NAME.test(name))
+        throw new ToolError("config_invalid", `check name ${JSON.stringify(name)} must be a short lower-case word`);
     return { kind: "gate", names: [...new Set(names)], descriptions: {}, timeoutMs: limits.checkTimeoutMs };
   }
   const entries = Object.entries(declared as Readonly<Record<string, RepoCheck>>);

@@ -6,7 +6,15 @@ import { TRUNCATION_MARKER } from "@toolgate/core/boundary";
 import { call, createTempRepo, gateFor, invokeApproved, type TempRepo } from "./fixtures/git-repo.js";
 import { cappedText, completeRecords } from "./git.js";
 
-const run = (stdout: string, truncated: boolean): VerifierRunResult => ({ exitCode: 0, signal: null, stdout, stderr: "", truncated, durationMs: 1, timedOut: false });
+const run = (stdout: string, truncated: boolean): VerifierRunResult => ({
+  exitCode: 0,
+  signal: null,
+  stdout,
+  stderr: "",
+  truncated,
+  durationMs: 1,
+  timedOut: false,
+});
 
 describe("reading cut git output", () => {
   it("drops the partial record and the marker of a cut stream", () => {

@@ -24,12 +24,7 @@ function safetyOptions(hooksPath: string, gitDir: string, workTree: string): str
     "submodule.recurse": "false",
     "color.ui": "false",
   };
-  return [
-    "--no-pager",
-    `--git-dir=${gitDir}`,
-    `--work-tree=${workTree}`,
-    ...Object.entries(config).flatMap(([key, value]) => ["-c", `${key}=${value}`]),
-  ];
+  return ["--no-pager", `--git-dir=${gitDir}`, `--work-tree=${workTree}`, ...Object.entries(config).flatMap(([key, value]) => ["-c", `${key}=${value}`])];
 }
 
 const DIFF_SAFETY = ["--no-ext-diff", "--no-textconv", "--no-color", "--no-renames", "--ignore-submodules=all"] as const;
@@ -105,7 +100,10 @@ export function repoGitCommands(options: RepoGitCommandsOptions): Record<GitComm
     grep_fixed_icase: grep(["-F", "-i"]),
     grep_regex: grep(["-E"]),
     grep_regex_icase: grep(["-E", "-i"]),
-    status: { argv: [...safe, "status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all", "--ignore-submodules=all", "--no-renames", "--"], args: paths },
+    status: {
+      argv: [...safe, "status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all", "--ignore-submodules=all", "--no-renames", "--"],
+      args: paths,
+    },
     diff_unstaged: { argv: [...safe, "diff", ...DIFF_SAFETY, "--"], args: paths },
     diff_staged: { argv: [...safe, "diff", "--cached", ...DIFF_SAFETY, "--"], args: paths },
     diff_head: { argv: [...safe, "diff", ...DIFF_SAFETY, "HEAD", "--"], args: paths },
@@ -219,9 +217,13 @@ export function createGitRunner(options: CreateGitRunnerOptions): GitRunner {
       const keys = result.stdout.split("\0").filter((k) => k.length > 0);
       if (keys.length > 0) {
         const drivers = [...new Set(keys.map((k) => k.split(".").slice(1, -1).join(".")))];
-        throw new ToolError("command_denied", `the repository's configuration declares filter driver${drivers.length === 1 ? "" : "s"} ${drivers.map((d) => JSON.stringify(d.slice(0, 64))).join(", ")}, which would run a program; refusing to run git here`, {
-          details: { reason: "filter_driver" },
-        });
+        throw new ToolError(
+          "command_denied",
+          `the repository's configuration declares filter driver${drivers.length === 1 ? "" : "s"} ${drivers.map((d) => JSON.stringify(d.slice(0, 64))).join(", ")}, which would run a program; refusing to run git here`,
+          {
+            details: { reason: "filter_driver" },
+          },
+        );
       }
     },
   };
@@ -259,7 +261,10 @@ export function cappedText(result: VerifierRunResult, maxBytes: number): { text:
   }
   const bytes = Buffer.from(text, "utf8");
   if (bytes.length > maxBytes) {
-    text = bytes.subarray(0, maxBytes).toString("utf8").replace(/\uFFFD$/, "");
+    text = bytes
+      .subarray(0, maxBytes)
+      .toString("utf8")
+      .replace(/\uFFFD$/, "");
     truncated = true;
   }
   return { text, truncated };

@@ -47,7 +47,8 @@ export async function resolveRepoPath(guard: RootGuard, gitDir: string, candidat
   const relative = path.relative(guard.root, absolute).split(path.sep).join("/") || ".";
   if (relative.split("/").some(isGitSegment)) throw refuseGitDir(candidate);
   if (absolute === gitDir || absolute.startsWith(gitDir + path.sep)) throw refuseGitDir(candidate);
-  if (options.allowMissing !== true && (await guard.resolve(candidate)) !== absolute) throw new ToolError("path_escape", "the path changed while it was being resolved");
+  if (options.allowMissing !== true && (await guard.resolve(candidate)) !== absolute)
+    throw new ToolError("path_escape", "the path changed while it was being resolved");
   return { absolute, relative };
 }
 

@@ -57,7 +57,11 @@ describeToolFamily(family, {
     "repo.search": [{ pattern: "" }, { pattern: "a\nb" }],
     "repo.status": [{ paths: ["--output=/tmp/x"] }],
     "repo.write_file": [{ path: "-x", content: "" }],
-    "repo.commit": [{ message: "m", paths: [] }, { message: "m", paths: ["-a"] }, { message: "   ", paths: ["README.md"] }],
+    "repo.commit": [
+      { message: "m", paths: [] },
+      { message: "m", paths: ["-a"] },
+      { message: "   ", paths: ["README.md"] },
+    ],
     "repo.check": [{ check: "undeclared" }],
   },
   // Each tool returns a secret from the repository: in a file's name, content or a commit message.

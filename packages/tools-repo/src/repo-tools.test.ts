@@ -10,7 +10,12 @@ import { createRepoTools } from "./index.js";
 let repo: TempRepo;
 let gate: Gate;
 beforeEach(() => {
-  repo = createTempRepo({ "README.md": "hello\n", "src/a.ts": "export const a = 1;\n", "src/b.ts": "export const b = 2;\n", "docs/guide.md": "# Guide\nRead me.\n" });
+  repo = createTempRepo({
+    "README.md": "hello\n",
+    "src/a.ts": "export const a = 1;\n",
+    "src/b.ts": "export const b = 2;\n",
+    "docs/guide.md": "# Guide\nRead me.\n",
+  });
   gate = gateFor(repo);
 });
 afterEach(() => repo.remove());
@@ -26,7 +31,11 @@ describe("reading", () => {
     repo.write("src/new.ts", "x\n");
     repo.write(".gitignore", "ignored.ts\n");
     repo.write("ignored.ts", "x\n");
-    expect(output<{ files: string[] }>(await gate.invoke("repo.list_files", { glob: "*.ts" }, call())).files.sort()).toEqual(["src/a.ts", "src/b.ts", "src/new.ts"]);
+    expect(output<{ files: string[] }>(await gate.invoke("repo.list_files", { glob: "*.ts" }, call())).files.sort()).toEqual([
+      "src/a.ts",
+      "src/b.ts",
+      "src/new.ts",
+    ]);
     expect(output<{ files: string[] }>(await gate.invoke("repo.list_files", { directory: "docs" }, call())).files).toEqual(["docs/guide.md"]);
     expect(output<{ files: string[] }>(await gate.invoke("repo.list_files", { glob: "src/{a,b}.ts" }, call())).files.sort()).toEqual(["src/a.ts", "src/b.ts"]);
     const limited = output<{ files: string[]; total: number; truncated: boolean }>(await gate.invoke("repo.list_files", { limit: 2 }, call()));
@@ -36,7 +45,14 @@ describe("reading", () => {
 
   it("reads line ranges, reports binary files, and refuses directories and missing files", async () => {
     repo.write("lines.txt", "one\ntwo\nthree\nfour\n");
-    expect(output(await gate.invoke("repo.read_file", { path: "lines.txt", startLine: 2, endLine: 3 }, call()))).toMatchObject({ content: "two\nthree\n", startLine: 2, endLine: 3, totalLines: 4, binary: false, truncated: false });
+    expect(output(await gate.invoke("repo.read_file", { path: "lines.txt", startLine: 2, endLine: 3 }, call()))).toMatchObject({
+      content: "two\nthree\n",
+      startLine: 2,
+      endLine: 3,
+      totalLines: 4,
+      binary: false,
+      truncated: false,
+    });
     repo.write("image.bin", new Uint8Array([0x89, 0x50, 0x00, 0x01, 0xff]));
     expect(output(await gate.invoke("repo.read_file", { path: "image.bin" }, call()))).toMatchObject({ binary: true, content: "", bytes: 5 });
     const dir = await gate.invoke("repo.read_file", { path: "src" }, call());
@@ -51,9 +67,9 @@ describe("reading", () => {
       { path: "src/b.ts", line: 1, text: "export const b = 2;" },
     ]);
     expect(output<{ matches: unknown[] }>(await gate.invoke("repo.search", { pattern: "b = [0-9]", regex: true }, call())).matches).toHaveLength(1);
-    expect(output<{ matches: unknown[] }>(await gate.invoke("repo.search", { pattern: "READ ME", ignoreCase: true, directory: "docs" }, call())).matches).toEqual([
-      { path: "docs/guide.md", line: 2, text: "Read me." },
-    ]);
+    expect(
+      output<{ matches: unknown[] }>(await gate.invoke("repo.search", { pattern: "READ ME", ignoreCase: true, directory: "docs" }, call())).matches,
+    ).toEqual([{ path: "docs/guide.md", line: 2, text: "Read me." }]);
     expect(output<{ matches: unknown[] }>(await gate.invoke("repo.search", { pattern: "a.ts" }, call())).matches).toEqual([]);
     const invalid = await gate.invoke("repo.search", { pattern: "(unclosed", regex: true }, call());
     expect(invalid.status === "error" && invalid.code).toBe("invalid_input");
@@ -97,10 +113,17 @@ describe("reading", () => {
 describe("writing", () => {
   it("creates a file in new directories and replaces one keeping its mode, after approval of the diff", async () => {
     const first = await gate.invoke("repo.write_file", { path: "deep/er/new.txt", content: "one\n" }, call());
-    expect(first.status === "approval_required" && first.preview).toMatchObject({ summary: "Create deep/er/new.txt (+1 -0 lines)", details: { path: "deep/er/new.txt", change: "create" } });
+    expect(first.status === "approval_required" && first.preview).toMatchObject({
+      summary: "Create deep/er/new.txt (+1 -0 lines)",
+      details: { path: "deep/er/new.txt", change: "create" },
+    });
     expect(first.status === "approval_required" && first.preview.body).toContain("--- /dev/null\n+++ b/deep/er/new.txt\n@@ -0,0 +1 @@\n+one\n");
     expect(exists(path.join(repo.root, "deep"))).toBe(false);
-    expect(output(await invokeApproved(gate, "repo.write_file", { path: "deep/er/new.txt", content: "one\n" }))).toMatchObject({ path: "deep/er/new.txt", created: true, bytes: 4 });
+    expect(output(await invokeApproved(gate, "repo.write_file", { path: "deep/er/new.txt", content: "one\n" }))).toMatchObject({
+      path: "deep/er/new.txt",
+      created: true,
+      bytes: 4,
+    });
     expect(read("deep/er/new.txt")).toBe("one\n");
 
     chmodSync(path.join(repo.root, "src/a.ts"), 0o755);
@@ -148,7 +171,8 @@ describe("writing", () => {
   });
 
   it("writes nothing when any hunk of a patch does not match", async () => {
-    const patch = "--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1 +1 @@\n-export const a = 1;\n+export const a = 9;\n--- a/src/b.ts\n+++ b/src/b.ts\n@@ -1 +1 @@\n-not what is there\n+x\n";
+    const patch =
+      "--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1 +1 @@\n-export const a = 1;\n+export const a = 9;\n--- a/src/b.ts\n+++ b/src/b.ts\n@@ -1 +1 @@\n-not what is there\n+x\n";
     const result = await invokeApproved(gate, "repo.apply_patch", { patch });
     expect(result.status === "error" && result.code).toBe("conflict");
     expect(read("src/a.ts")).toBe("export const a = 1;\n");
@@ -193,7 +217,9 @@ describe("committing", () => {
     repo.git("add", "src/b.ts");
     repo.write("README.md", "hello\nmore\n");
     repo.write("added.txt", "brand new\n");
-    const result = output<{ commit: string; paths: string[] }>(await invokeApproved(gate, "repo.commit", { message: "Change a\n\nWith a body.", paths: ["src/a.ts", "added.txt"] }));
+    const result = output<{ commit: string; paths: string[] }>(
+      await invokeApproved(gate, "repo.commit", { message: "Change a\n\nWith a body.", paths: ["src/a.ts", "added.txt"] }),
+    );
     expect(result.paths).toEqual(["src/a.ts", "added.txt"]);
     expect(result.commit).toBe(repo.git("rev-parse", "HEAD").trim());
     expect(repo.git("log", "-1", "--format=%an|%B").trim()).toBe(`${identity.name}|Change a\n\nWith a body.`);
@@ -221,7 +247,9 @@ describe("configuration", () => {
       expect(() => createRepoTools({ root: plain })).toThrow(expect.objectContaining({ code: "config_invalid" }));
       expect(() => createRepoTools({ root: "relative/path" })).toThrow(ToolError);
       expect(() => createRepoTools({ root: repo.root, limits: { maxPaths: 0 } })).toThrow(expect.objectContaining({ code: "config_invalid" }));
-      expect(() => createRepoTools({ root: repo.root, checks: { "Bad Name": { argv: ["true"] } } })).toThrow(expect.objectContaining({ code: "config_invalid" }));
+      expect(() => createRepoTools({ root: repo.root, checks: { "Bad Name": { argv: ["true"] } } })).toThrow(
+        expect.objectContaining({ code: "config_invalid" }),
+      );
     } finally {
       rmSync(plain, { recursive: true, force: true });
     }

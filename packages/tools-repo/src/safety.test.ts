@@ -62,7 +62,9 @@ describe("path escapes", () => {
     for (const candidate of ["linkdir/new.txt", "linkfile", "dangling"]) {
       const write = await invokeApproved(gate, "repo.write_file", { path: candidate, content: "planted\n" });
       expect(codeOf(write), candidate).toBe("path_escape");
-      const patch = await invokeApproved(gate, "repo.apply_patch", { patch: `--- a/${candidate}\n+++ b/${candidate}\n@@ -1 +1 @@\n-outside secret\n+planted\n` });
+      const patch = await invokeApproved(gate, "repo.apply_patch", {
+        patch: `--- a/${candidate}\n+++ b/${candidate}\n@@ -1 +1 @@\n-outside secret\n+planted\n`,
+      });
       expect(codeOf(patch), candidate).toBe("path_escape");
     }
     const listed = await gate.invoke("repo.list_files", { directory: "linkdir" }, call());
@@ -148,7 +150,13 @@ describe("repository content that would run programs", () => {
     const marker = path.join(repo.base, "fsmonitor-ran");
     repo.git("config", "core.fsmonitor", repo.markerScript("fsmonitor.sh", marker));
     repo.write("README.md", "hello\nchanged\n");
-    for (const [id, input] of [["repo.status", {}], ["repo.diff", {}], ["repo.list_files", {}], ["repo.search", { pattern: "hello" }], ["repo.log", {}]] as const) {
+    for (const [id, input] of [
+      ["repo.status", {}],
+      ["repo.diff", {}],
+      ["repo.list_files", {}],
+      ["repo.search", { pattern: "hello" }],
+      ["repo.log", {}],
+    ] as const) {
       const result = await gate.invoke(id, input, call());
       expect(result.status, id).toBe("ok");
     }
@@ -188,7 +196,10 @@ describe("repository content that would run programs", () => {
     repo.git("config", "filter.evil.clean", repo.markerScript("clean.sh", marker));
     repo.write(".gitattributes", "*.txt filter=evil\n");
     repo.write("src/a.txt", "alpha\nbeta\n");
-    for (const [id, input] of [["repo.status", {}], ["repo.diff", { scope: "head" }]] as const) {
+    for (const [id, input] of [
+      ["repo.status", {}],
+      ["repo.diff", { scope: "head" }],
+    ] as const) {
       const result = await gate.invoke(id, input, call());
       expect(codeOf(result), id).toBe("command_denied");
     }
@@ -206,7 +217,15 @@ describe("the .git directory", () => {
   it("refuses writes and patches into .git by any spelling or link", async () => {
     symlinkSync(".git", path.join(repo.root, "gitlink"));
     const hook = path.join(repo.root, ".git", "hooks", "post-commit");
-    for (const candidate of [".git/hooks/post-commit", "./.git/config", "src/../.git/config", ".GIT/config", "gitlink/hooks/post-commit", "gitlink/config", "sub/.git/config"]) {
+    for (const candidate of [
+      ".git/hooks/post-commit",
+      "./.git/config",
+      "src/../.git/config",
+      ".GIT/config",
+      "gitlink/hooks/post-commit",
+      "gitlink/config",
+      "sub/.git/config",
+    ]) {
       const write = await invokeApproved(gate, "repo.write_file", { path: candidate, content: "#!/bin/sh\ntouch pwned\n" });
       expect(codeOf(write), candidate).toBe("path_escape");
       const patch = await invokeApproved(gate, "repo.apply_patch", { patch: `--- /dev/null\n+++ b/${candidate}\n@@ -0,0 +1 @@\n+x\n` });

@@ -29,7 +29,16 @@ it(`survives ${KILLS} SIGKILLs: intents before effects, no idempotent effect twi
   const journalPath = join(dir, "journal.db");
   const ledgerPath = join(dir, "ledger.db");
   const key = randomBytes(32);
-  const counts = { kills: 0, replays: 0, unknowns: 0, beforeIntent: 0, betweenIntentAndEffect: 0, betweenEffectAndResult: 0, duplicates: 0, effectWithoutIntent: 0 };
+  const counts = {
+    kills: 0,
+    replays: 0,
+    unknowns: 0,
+    beforeIntent: 0,
+    betweenIntentAndEffect: 0,
+    betweenEffectAndResult: 0,
+    duplicates: 0,
+    effectWithoutIntent: 0,
+  };
 
   for (let run = 0; run < KILLS; run++) {
     await runAndKill([journalPath, ledgerPath, String(run), key.toString("hex")]);
@@ -67,7 +76,9 @@ it(`survives ${KILLS} SIGKILLs: intents before effects, no idempotent effect twi
   const db = openLedger(ledgerPath);
   const appliedTwice = db.prepare("SELECT tool, key, COUNT(*) AS n FROM applied GROUP BY tool, key HAVING n > 1").all();
   const chargeAttemptedTwice = db.prepare("SELECT key, COUNT(*) AS n FROM attempts WHERE tool = 'charge' GROUP BY key HAVING n > 1").all();
-  const upsertReplayed = db.prepare("SELECT COUNT(*) AS n FROM (SELECT key FROM attempts WHERE tool = 'upsert' GROUP BY key HAVING COUNT(*) > 1)").get() as { n: number };
+  const upsertReplayed = db.prepare("SELECT COUNT(*) AS n FROM (SELECT key FROM attempts WHERE tool = 'upsert' GROUP BY key HAVING COUNT(*) > 1)").get() as {
+    n: number;
+  };
   db.close();
   counts.duplicates = appliedTwice.length + chargeAttemptedTwice.length;
   console.log(

@@ -9,7 +9,10 @@ describeToolFamily(createClockTools({ reminders }), {
     "clock.set_reminder": { at: "2026-12-01T09:00:00Z", text: "water the plants" },
   },
   invalidInputs: {
-    "clock.set_reminder": [{ at: "tomorrow", text: "x" }, { at: "2026-12-01T09:00:00Z", text: "" }],
+    "clock.set_reminder": [
+      { at: "tomorrow", text: "x" },
+      { at: "2026-12-01T09:00:00Z", text: "" },
+    ],
   },
   // A secret put where each tool returns it: the suite checks the gate never lets it out.
   plantSecret: (toolId, secret) => {

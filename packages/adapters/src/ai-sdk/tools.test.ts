@@ -82,7 +82,9 @@ describe("toAiSdkTools with generateText and a scripted model", () => {
     const first = await generateText({ model, tools, prompt: "save" });
     const request = first.content.find((p) => p.type === "tool-approval-request");
     expect(request).toMatchObject({ type: "tool-approval-request", toolCall: { toolCallId: "c1" } });
-    expect(events).toEqual([expect.objectContaining({ toolId: "notes.add_note", callId: "c1", preview: expect.objectContaining({ summary: "Store note n1" }) })]);
+    expect(events).toEqual([
+      expect.objectContaining({ toolId: "notes.add_note", callId: "c1", preview: expect.objectContaining({ summary: "Store note n1" }) }),
+    ]);
     expect(store.writes).toBe(0);
 
     const messages: ModelMessage[] = [
@@ -128,7 +130,11 @@ describe("toAiSdkTools with generateText and a scripted model", () => {
     const second = await generateText({
       model,
       tools,
-      messages: [{ role: "user", content: "save" }, ...tampered, { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] }],
+      messages: [
+        { role: "user", content: "save" },
+        ...tampered,
+        { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
+      ],
     });
     expect(store.writes).toBe(0);
     expect(JSON.stringify(second.response.messages[0])).toContain("approval_invalid");

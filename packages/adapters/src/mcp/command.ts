@@ -24,7 +24,10 @@ export interface ServeMcpCommandOptions<TTool extends AnyToolManifest = AnyToolM
 export async function serveMcpCommand<TTool extends AnyToolManifest>(options: ServeMcpCommandOptions<TTool>): Promise<McpServerHandle> {
   const profile = options.profiles.find((p) => p.name === options.profile);
   if (!profile) {
-    throw new ToolError("profile_invalid", `no profile named ${JSON.stringify(options.profile)}; known: ${options.profiles.map((p) => p.name).join(", ") || "none"}`);
+    throw new ToolError(
+      "profile_invalid",
+      `no profile named ${JSON.stringify(options.profile)}; known: ${options.profiles.map((p) => p.name).join(", ") || "none"}`,
+    );
   }
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const handle = await serveMcp(options.gate, {

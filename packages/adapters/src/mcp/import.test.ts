@@ -26,7 +26,7 @@ let gate: ReturnType<typeof createGate>;
 async function remoteCalls(): Promise<number> {
   const r = await gate.invoke("remote.call_count", {}, call);
   if (r.status !== "ok") throw new Error(r.status);
-  return Number(((r as OkResult<{ content: { text: string }[] }>).output.content[0]!).text);
+  return Number((r as OkResult<{ content: { text: string }[] }>).output.content[0]!.text);
 }
 
 beforeAll(async () => {
@@ -69,7 +69,7 @@ describe("importMcpServer against a real MCP server over stdio", () => {
   it("a stdio server gets only the allowlisted environment", async () => {
     const r = await gate.invoke("remote.env_keys", {}, call);
     expect(r.status).toBe("ok");
-    const keys = JSON.parse(((r as OkResult<{ content: { text: string }[] }>).output.content[0]!).text) as string[];
+    const keys = JSON.parse((r as OkResult<{ content: { text: string }[] }>).output.content[0]!.text) as string[];
     expect(keys.filter((k) => !k.startsWith("NODE_") && k !== "_")).toEqual(["PATH", "REMOTE_MODE"]);
     expect(keys).not.toContain("TOOLGATE_TEST_SECRET");
     expect(keys).not.toContain("HOME");
@@ -103,7 +103,9 @@ describe("importMcpServer against a real MCP server over stdio", () => {
 
 describe("importMcpServer: configuration", () => {
   it("refuses a server whose described tools are all missing, and a pinned digest that no longer matches", async () => {
-    await expect(importMcpServer({ name: "remote", command: process.execPath, args: [server], tools: { nope: described["echo"]! } })).rejects.toMatchObject({ code: "config_invalid" });
+    await expect(importMcpServer({ name: "remote", command: process.execPath, args: [server], tools: { nope: described["echo"]! } })).rejects.toMatchObject({
+      code: "config_invalid",
+    });
     const pinned = await importMcpServer({
       name: "remote",
       command: process.execPath,

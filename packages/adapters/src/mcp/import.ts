@@ -2,7 +2,23 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ToolListChangedNotificationSchema, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
-import { canonicalJson, defineFamily, defineTool, scanForInjection, sha256Hex, ToolError, type AnyToolManifest, type ApprovalPreview, type ApprovalRule, type DataClass, type Effect, type RiskLevel, type RuntimeIsolation, type ToolFamily, type Visibility } from "@toolgate/core";
+import {
+  canonicalJson,
+  defineFamily,
+  defineTool,
+  scanForInjection,
+  sha256Hex,
+  ToolError,
+  type AnyToolManifest,
+  type ApprovalPreview,
+  type ApprovalRule,
+  type DataClass,
+  type Effect,
+  type RiskLevel,
+  type RuntimeIsolation,
+  type ToolFamily,
+  type Visibility,
+} from "@toolgate/core";
 import { z } from "zod";
 
 /**
@@ -127,7 +143,8 @@ const RANK: Record<Effect, number> = { none: 0, read: 1, write: 2, destructive: 
  */
 export async function importMcpServer(options: ImportMcpServerOptions): Promise<ImportedMcpServer> {
   if (!options || typeof options.name !== "string") throw new ToolError("config_invalid", "importMcpServer needs a name");
-  if ((options.command === undefined) === (options.url === undefined)) throw new ToolError("config_invalid", "importMcpServer needs exactly one of command or url");
+  if ((options.command === undefined) === (options.url === undefined))
+    throw new ToolError("config_invalid", "importMcpServer needs exactly one of command or url");
   const client = new Client({ name: `toolgate-import-${options.name}`, version: "0.1.0" });
   const transport = options.command !== undefined ? stdioTransport(options) : new StreamableHTTPClientTransport(new URL(options.url!));
   try {
@@ -182,7 +199,10 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
   }
   if (manifests.length === 0) {
     await client.close().catch(() => undefined);
-    throw new ToolError("config_invalid", `MCP server ${options.name}: none of the described tools (${Object.keys(options.tools).join(", ") || "none"}) is offered`);
+    throw new ToolError(
+      "config_invalid",
+      `MCP server ${options.name}: none of the described tools (${Object.keys(options.tools).join(", ") || "none"}) is offered`,
+    );
   }
 
   // ---- drift: the server's current definitions against the approved digests ----
@@ -207,12 +227,21 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
     return a === c ? undefined : { name, id: idOf.get(name)!, approved: a, current: c };
   };
 
-  async function callRemote(name: string, input: Record<string, unknown>, ctx: { signal: AbortSignal; progress(e: { message: string; fraction?: number }): void }, timeoutMs: number) {
+  async function callRemote(
+    name: string,
+    input: Record<string, unknown>,
+    ctx: { signal: AbortSignal; progress(e: { message: string; fraction?: number }): void },
+    timeoutMs: number,
+  ) {
     if ((options.driftCheck ?? "every-call") === "every-call") {
       try {
         await refresh();
       } catch (cause) {
-        throw new ToolError("provider_unavailable", `MCP server ${options.name} did not list its tools`, { cause, boundary: "effect_not_started", retryable: true });
+        throw new ToolError("provider_unavailable", `MCP server ${options.name} did not list its tools`, {
+          cause,
+          boundary: "effect_not_started",
+          retryable: true,
+        });
       }
     }
     const drift = driftOf(name);
@@ -238,7 +267,10 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       });
     }
     if (result.isError) {
-      const text = (result.content as { type: string; text?: string }[]).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+      const text = (result.content as { type: string; text?: string }[])
+        .filter((c) => c.type === "text")
+        .map((c) => c.text)
+        .join("\n");
       throw new ToolError("provider_rejected", `MCP server ${options.name} reported an error from ${name}`, {
         boundary: "effect_failed",
         details: { remoteError: text.slice(0, 2000) },
@@ -288,7 +320,9 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
     try {
       input = d.input ?? (z.fromJSONSchema(tool.inputSchema as Parameters<typeof z.fromJSONSchema>[0]) as z.ZodType<Record<string, unknown>>);
     } catch (cause) {
-      throw new ToolError("config_invalid", `${o.name}/${name}: its input schema cannot be used (${(cause as Error).message}); give an input schema`, { cause });
+      throw new ToolError("config_invalid", `${o.name}/${name}: its input schema cannot be used (${(cause as Error).message}); give an input schema`, {
+        cause,
+      });
     }
     const timeoutMs = d.timeoutMs ?? 30_000;
     const isolation: RuntimeIsolation = d.runtimeIsolation ?? {
@@ -312,7 +346,9 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
         ? { approval: d.approval }
         : {
             approval: d.approval,
-            preview: d.preview ?? ((args: Record<string, unknown>) => ({ summary: `Call ${name} on the MCP server ${o.name}`, details: { tool: name, arguments: args } })),
+            preview:
+              d.preview ??
+              ((args: Record<string, unknown>) => ({ summary: `Call ${name} on the MCP server ${o.name}`, details: { tool: name, arguments: args } })),
           }),
       idempotent: d.idempotent ?? false,
       retryable: d.retryable ?? false,
@@ -365,7 +401,8 @@ function hintWarnings(server: string, tool: McpTool, d: ImportedToolDescription)
   const a = tool.annotations;
   const hinted: Effect | undefined = a?.destructiveHint === true && a.readOnlyHint !== true ? "destructive" : a?.readOnlyHint === false ? "write" : undefined;
   if (hinted && RANK[hinted] > RANK[d.effect]) out.push(`${server}/${tool.name}: the server hints ${hinted}, the operator declared ${d.effect}`);
-  if (a?.openWorldHint === true && d.provider === undefined) out.push(`${server}/${tool.name}: the server hints it reaches the open world, but no provider is declared`);
+  if (a?.openWorldHint === true && d.provider === undefined)
+    out.push(`${server}/${tool.name}: the server hints it reaches the open world, but no provider is declared`);
   if (d.description === undefined && tool.description && scanForInjection(tool.description).length > 0) {
     out.push(`${server}/${tool.name}: the server's description reads like instructions; give your own description`);
   }

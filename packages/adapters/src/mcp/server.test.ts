@@ -135,7 +135,13 @@ describe.each(["stdio", "http"] as const)("serveMcp over %s, with the SDK's own 
     const { tools } = await client.listTools();
     const byName = new Map(tools.map((t) => [t.name, t]));
     expect(byName.has("notes.delete_note")).toBe(false); // writer lacks notes:delete
-    expect(byName.get("notes.read_note")?.annotations).toEqual({ title: "Read a note", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+    expect(byName.get("notes.read_note")?.annotations).toEqual({
+      title: "Read a note",
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
     expect(byName.get("notes.sync_notes")?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false });
     expect(byName.get("notes.add_note")?.inputSchema).toMatchObject({ type: "object", required: ["id", "text"], additionalProperties: false });
     expect(byName.get("notes.add_note")?.outputSchema).toMatchObject({ type: "object", properties: { bytes: { type: "integer" } } });
@@ -192,7 +198,11 @@ describe("serveMcp, out-of-band approval", () => {
     await client.connect(new StreamableHTTPClientTransport(server.url!));
     const first = await call(client, "notes.add_note", { id: "n2", text: "later" });
     const requestId = String(meta(first, MCP_META.approval)?.["requestId"]);
-    const forged = await client.callTool({ name: "notes.add_note", arguments: { id: "n2", text: "later" }, _meta: { [MCP_META.grant]: { requestId, token: "guess", toolId: "notes.add_note", expiresAt: "2999-01-01T00:00:00.000Z" } } });
+    const forged = await client.callTool({
+      name: "notes.add_note",
+      arguments: { id: "n2", text: "later" },
+      _meta: { [MCP_META.grant]: { requestId, token: "guess", toolId: "notes.add_note", expiresAt: "2999-01-01T00:00:00.000Z" } },
+    });
     expect(meta(forged as CallToolResult, MCP_META.error)).toMatchObject({ status: "denied" });
     expect(store.writes).toBe(0);
     const grant = await gate.approvals.grant(requestId, { approver: "operator" });
@@ -209,15 +219,24 @@ describe("serveMcp, out-of-band approval", () => {
     const server = await serveMcp(gate, { profile: profiles.reader, principal: "a", tenant: "t", transport: { type: "http" } });
     open.push({ client: undefined as never, close: () => server.close() });
     expect(server.url?.hostname).toBe("127.0.0.1");
-    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } } });
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    });
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request(server.url!, {
-        method: "POST",
-        headers: { host: "evil.example", "content-type": "application/json", accept: "application/json, text/event-stream" },
-      }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        server.url!,
+        {
+          method: "POST",
+          headers: { host: "evil.example", "content-type": "application/json", accept: "application/json, text/event-stream" },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on("error", reject);
       req.end(body);
     });

@@ -12,7 +12,18 @@ import {
   type CallToolResult,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { ToolError, type AnyToolManifest, type ApprovalGrant, type ApprovalRequiredResult, type CallOptions, type Gate, type InvokeResult, type Profile, type ProgressEvent, type ToolDescriptor } from "@toolgate/core";
+import {
+  ToolError,
+  type AnyToolManifest,
+  type ApprovalGrant,
+  type ApprovalRequiredResult,
+  type CallOptions,
+  type Gate,
+  type InvokeResult,
+  type Profile,
+  type ProgressEvent,
+  type ToolDescriptor,
+} from "@toolgate/core";
 import { approvalFacts, approvalText, refusalFacts, refusalText } from "../shared/describe-result.js";
 import { bareSchema, profileReaches, reachableTools, type ExposeOptions } from "../shared/reachable.js";
 
@@ -92,10 +103,7 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
   const approver = options.approver ?? "mcp-elicitation";
   const elicitationTimeoutMs = options.elicitationTimeoutMs ?? DEFAULT_ELICITATION_TIMEOUT_MS;
 
-  const server = new Server(
-    { name: options.name ?? "toolgate", version: options.version ?? "0.1.0" },
-    { capabilities: { tools: { listChanged: false } } },
-  );
+  const server = new Server({ name: options.name ?? "toolgate", version: options.version ?? "0.1.0" }, { capabilities: { tools: { listChanged: false } } });
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
 
@@ -188,7 +196,7 @@ export async function serveMcp<TTool extends AnyToolManifest>(typedGate: Gate<TT
     await server.connect(new StdioServerTransport(streams.stdin, streams.stdout));
     return { transport: "stdio", url: undefined, close: () => server.close() };
   }
-  if (transport.type !== "http") throw new ToolError("config_invalid", "transport must be \"stdio\", { type: \"stdio\" } or { type: \"http\" }");
+  if (transport.type !== "http") throw new ToolError("config_invalid", 'transport must be "stdio", { type: "stdio" } or { type: "http" }');
   return serveHttp(gate, options, transport.port ?? 0, transport.path ?? "/mcp");
 }
 

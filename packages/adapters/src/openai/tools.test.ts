@@ -17,11 +17,25 @@ class ScriptedModel implements Model {
     if (!step) throw new Error("the script ran out");
     const output =
       "call" in step
-        ? [{ type: "function_call" as const, callId: step.call.callId, name: step.call.name, arguments: JSON.stringify(step.call.args), status: "completed" as const }]
-        : [{ type: "message" as const, role: "assistant" as const, status: "completed" as const, content: [{ type: "output_text" as const, text: step.text }] }];
+        ? [
+            {
+              type: "function_call" as const,
+              callId: step.call.callId,
+              name: step.call.name,
+              arguments: JSON.stringify(step.call.args),
+              status: "completed" as const,
+            },
+          ]
+        : [
+            {
+              type: "message" as const,
+              role: "assistant" as const,
+              status: "completed" as const,
+              content: [{ type: "output_text" as const, text: step.text }],
+            },
+          ];
     return { usage: new Usage(), output, responseId: `r${this.requests.length}` };
   }
-  // eslint-disable-next-line require-yield
   async *getStreamedResponse(): AsyncIterable<never> {
     throw new Error("not scripted");
   }
@@ -29,7 +43,10 @@ class ScriptedModel implements Model {
 
 const base = { principal: "openai-agent", tenant: "tests" };
 const functionOutputs = (request: ModelRequest) =>
-  (Array.isArray(request.input) ? request.input : []).filter((i) => (i as { type?: string }).type === "function_call_result") as unknown as { callId: string; output: { text?: string } | string }[];
+  (Array.isArray(request.input) ? request.input : []).filter((i) => (i as { type?: string }).type === "function_call_result") as unknown as {
+    callId: string;
+    output: { text?: string } | string;
+  }[];
 const outputText = (o: { output: { text?: string } | string }) => (typeof o.output === "string" ? o.output : (o.output.text ?? JSON.stringify(o.output)));
 
 describe("toOpenAITools: names", () => {

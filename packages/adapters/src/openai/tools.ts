@@ -67,18 +67,19 @@ export function toOpenAITools<TTool extends AnyToolManifest>(gate: Gate<TTool>, 
   const modelText = (result: InvokeResult) =>
     result.status === "ok" ? result.content : result.status === "approval_required" ? approvalText(result) : refusalText(result);
 
-  const tools = descriptors.map((d) =>
-    tool({
-      name: nameOf(d.id),
-      description: d.description,
-      parameters: bareSchema(d.inputSchema) as never,
-      strict: false,
-      needsApproval: async (_context, input, callId) => broker.needsApproval(d, input, callId ?? ""),
-      execute: async (input, _context, details) => {
-        const result = await broker.execute(d.id, input, details?.toolCall?.callId ?? "", details?.signal);
-        return modelText(result);
-      },
-    }) as FunctionTool,
+  const tools = descriptors.map(
+    (d) =>
+      tool({
+        name: nameOf(d.id),
+        description: d.description,
+        parameters: bareSchema(d.inputSchema) as never,
+        strict: false,
+        needsApproval: async (_context, input, callId) => broker.needsApproval(d, input, callId ?? ""),
+        execute: async (input, _context, details) => {
+          const result = await broker.execute(d.id, input, details?.toolCall?.callId ?? "", details?.signal);
+          return modelText(result);
+        },
+      }) as FunctionTool,
   );
 
   const invoke = async (name: string, args: unknown, opts: { signal?: AbortSignal } = {}): Promise<InvokeResult> => {
@@ -93,7 +94,8 @@ export function toOpenAITools<TTool extends AnyToolManifest>(gate: Gate<TTool>, 
       boundary: "pre_effect_refusal",
       retryable: false,
     });
-    if (id === undefined) return refuse(String(name).slice(0, 128), "unknown_tool", `no function named ${JSON.stringify(String(name).slice(0, 128))} was offered`);
+    if (id === undefined)
+      return refuse(String(name).slice(0, 128), "unknown_tool", `no function named ${JSON.stringify(String(name).slice(0, 128))} was offered`);
     let input = args;
     if (typeof args === "string") {
       try {

@@ -64,7 +64,13 @@ export async function approvalsList(runtime: Runtime, options: { status: string;
   const requests = await runtime.gate.approvals.list(status ? { status } : {});
   if (options.json) io.out(JSON.stringify(requests, null, 2));
   else if (requests.length === 0) io.out(`no ${options.status} approval requests`);
-  else io.out(table(["request", "status", "tool", "principal", "summary"], requests.map((r) => [r.id, r.status, r.toolId, r.principal, r.preview.summary])));
+  else
+    io.out(
+      table(
+        ["request", "status", "tool", "principal", "summary"],
+        requests.map((r) => [r.id, r.status, r.toolId, r.principal, r.preview.summary]),
+      ),
+    );
   return EXIT.ok;
 }
 

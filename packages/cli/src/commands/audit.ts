@@ -21,7 +21,13 @@ export async function auditTail(runtime: Runtime, options: { lines: number; json
   const head = await runtime.journal.head();
   const rows = await runtime.journal.readAudit({ afterSeq: Math.max(0, head.seq - options.lines) });
   if (options.json) io.out(rows.map((r) => JSON.stringify(r)).join("\n"));
-  else io.out(table(["#", "at", "event", "tool", "principal", "facts"], rows.map((r) => [String(r.seq), r.at, r.type, r.toolId ?? "", r.principal ?? "", summarize(r.data)])));
+  else
+    io.out(
+      table(
+        ["#", "at", "event", "tool", "principal", "facts"],
+        rows.map((r) => [String(r.seq), r.at, r.type, r.toolId ?? "", r.principal ?? "", summarize(r.data)]),
+      ),
+    );
   return EXIT.ok;
 }
 

@@ -3,14 +3,26 @@ import { CliFailure, EXIT, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
 function vaultOf(runtime: Runtime): TokenVault {
-  if (!runtime.vault) throw new CliFailure("this configuration names no token vault", EXIT.config, 'add vault: { file: ".toolgate/vault.json", key: { env: "TOOLGATE_VAULT_KEY" } } to the composition file');
+  if (!runtime.vault)
+    throw new CliFailure(
+      "this configuration names no token vault",
+      EXIT.config,
+      'add vault: { file: ".toolgate/vault.json", key: { env: "TOOLGATE_VAULT_KEY" } } to the composition file',
+    );
   return runtime.vault;
 }
 
 const render = (rows: readonly ConnectionStatus[]): string =>
   table(
     ["connection", "provider", "serves", "state", "expires", "scopes"],
-    rows.map((s) => [s.id + (s.isDefault ? " (default)" : ""), s.provider, [s.tenant, s.principal].filter(Boolean).join(" / ") || "anyone", s.state, s.expiresAt ?? "-", s.scopes.join(" ")]),
+    rows.map((s) => [
+      s.id + (s.isDefault ? " (default)" : ""),
+      s.provider,
+      [s.tenant, s.principal].filter(Boolean).join(" / ") || "anyone",
+      s.state,
+      s.expiresAt ?? "-",
+      s.scopes.join(" "),
+    ]),
   );
 
 export async function connectionsAdd(

@@ -41,7 +41,11 @@ export async function docsCommand(runtime: Runtime, options: DocsOptions, io: Io
   }
   if (drift.length > 0) {
     for (const line of drift) io.err(line);
-    throw new CliFailure(`${drift.length} operator doc page${drift.length === 1 ? "" : "s"} out of date`, EXIT.failed, `run toolgate docs --out ${options.out} and commit the pages`);
+    throw new CliFailure(
+      `${drift.length} operator doc page${drift.length === 1 ? "" : "s"} out of date`,
+      EXIT.failed,
+      `run toolgate docs --out ${options.out} and commit the pages`,
+    );
   }
   io.out(`${wanted.size} page${wanted.size === 1 ? "" : "s"} up to date`);
   return EXIT.ok;

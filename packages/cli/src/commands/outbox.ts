@@ -6,9 +6,22 @@ import type { Runtime } from "../runtime.js";
 export async function outboxList(runtime: Runtime, options: { state: string; json: boolean }, io: Io): Promise<number> {
   const states = options.state === "all" ? undefined : (options.state.split(",") as OutboxState[]);
   const entries = await runtime.journal.listOutbox(states ? { states } : {});
-  if (options.json) io.out(JSON.stringify(entries.map(({ input: _input, result: _result, ...rest }) => rest), null, 2));
+  if (options.json)
+    io.out(
+      JSON.stringify(
+        entries.map(({ input: _input, result: _result, ...rest }) => rest),
+        null,
+        2,
+      ),
+    );
   else if (entries.length === 0) io.out(`no ${options.state} outbox entries`);
-  else io.out(table(["key", "state", "boundary", "tool", "attempts", "updated"], entries.map((e) => [e.key, e.state, e.boundary, e.toolId, String(e.attempts), e.updatedAt])));
+  else
+    io.out(
+      table(
+        ["key", "state", "boundary", "tool", "attempts", "updated"],
+        entries.map((e) => [e.key, e.state, e.boundary, e.toolId, String(e.attempts), e.updatedAt]),
+      ),
+    );
   return EXIT.ok;
 }
 
@@ -22,13 +35,20 @@ export async function outboxRecover(runtime: Runtime, options: { olderThan: stri
   bar.end();
   if (options.json) io.out(JSON.stringify(report, null, 2));
   else {
-    io.out(`claimed ${report.claimed}: ${report.replayed} replayed, ${report.unknown} left for an operator, ${report.failed} failed, ${report.skipped} skipped`);
+    io.out(
+      `claimed ${report.claimed}: ${report.replayed} replayed, ${report.unknown} left for an operator, ${report.failed} failed, ${report.skipped} skipped`,
+    );
     for (const e of report.entries) io.out(`  ${e.action.padEnd(8)} ${e.toolId} ${e.key}${e.detail ? ` (${e.detail})` : ""}`);
   }
   return report.unknown > 0 ? EXIT.failed : EXIT.ok;
 }
 
-export async function outboxResolve(runtime: Runtime, key: string, options: { applied?: boolean; notApplied?: boolean; operator: string; note?: string }, io: Io): Promise<number> {
+export async function outboxResolve(
+  runtime: Runtime,
+  key: string,
+  options: { applied?: boolean; notApplied?: boolean; operator: string; note?: string },
+  io: Io,
+): Promise<number> {
   if (Boolean(options.applied) === Boolean(options.notApplied)) throw new CliFailure("say either --applied or --not-applied", EXIT.usage);
   const receipt = await resolveOutboxEntry(runtime.gate, key, options.applied ? "applied" : "not_applied", {
     operator: options.operator,

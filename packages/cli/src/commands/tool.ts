@@ -12,9 +12,17 @@ export async function toolInit(dir: string, options: { lang: string; force?: boo
   if (options.lang !== "ts" && options.lang !== "python") throw new CliFailure(`--lang must be ts or python, not ${options.lang}`, EXIT.usage);
   const target = resolve(dir);
   if (existsSync(target) && (await readdir(target)).length > 0 && !options.force) {
-    throw new CliFailure(`${target} is not empty`, EXIT.failed, "choose an empty directory, or pass --force to write the scaffold beside what is there (nothing is deleted)");
+    throw new CliFailure(
+      `${target} is not empty`,
+      EXIT.failed,
+      "choose an empty directory, or pass --force to write the scaffold beside what is there (nothing is deleted)",
+    );
   }
-  const name = (options.name ?? basename(target)).toLowerCase().replace(/[^a-z0-9_]/g, "_").replace(/^[^a-z]+/, "") || "mytool";
+  const name =
+    (options.name ?? basename(target))
+      .toLowerCase()
+      .replace(/[^a-z0-9_]/g, "_")
+      .replace(/^[^a-z]+/, "") || "mytool";
   const files = options.lang === "python" ? pythonTemplate(name) : typescriptTemplate(name);
   await mkdir(target, { recursive: true });
   for (const [path, content] of Object.entries(files)) {

@@ -19,7 +19,8 @@ describe("startGoogleHarness", () => {
     const [info] = await narrow.vault.list();
     expect((await narrow.vault.readTokens(info!.id))?.scopes).toEqual([READ]);
     const signal = new AbortController().signal;
-    const open = (scopes: string[]) => narrow.connectors.open({ provider: "google", scopes, principal: "p", tenant: "t", toolId: "gmail.x", signal, registerSecret: () => undefined });
+    const open = (scopes: string[]) =>
+      narrow.connectors.open({ provider: "google", scopes, principal: "p", tenant: "t", toolId: "gmail.x", signal, registerSecret: () => undefined });
     await expect(open([SEND])).rejects.toMatchObject({ code: "scope_missing" });
     const before = harness.emulator.oauthStats.refreshes;
     await expect(open([READ])).resolves.toMatchObject({ provider: "google", scopes: [READ] });

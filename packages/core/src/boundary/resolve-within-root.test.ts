@@ -81,13 +81,23 @@ afterAll(async () => {
 });
 
 describe("resolveWithinRoot refuses", () => {
-  it.each(["..", "../x", "a/../../x", "./../x", "a/b/../../..", "a/b/../../../", "a/b/c/../../../../notes.txt", "..//x", ".././x", "a/./../../x", "a/..//../x", "../repo-evil/x.txt"])(
-    "the `..` escape %j before touching the filesystem",
-    async (candidate) => {
-      await expectRefused(candidate, "outside_root");
-      await expectRefused(candidate, "outside_root", { allowMissing: true });
-    },
-  );
+  it.each([
+    "..",
+    "../x",
+    "a/../../x",
+    "./../x",
+    "a/b/../../..",
+    "a/b/../../../",
+    "a/b/c/../../../../notes.txt",
+    "..//x",
+    ".././x",
+    "a/./../../x",
+    "a/..//../x",
+    "../repo-evil/x.txt",
+  ])("the `..` escape %j before touching the filesystem", async (candidate) => {
+    await expectRefused(candidate, "outside_root");
+    await expectRefused(candidate, "outside_root", { allowMissing: true });
+  });
 
   it("absolute paths outside the root", async () => {
     await expectRefused("/etc/passwd", "outside_root");
@@ -270,31 +280,67 @@ async function holdsNoLinks(realRoot: string, resolved: string): Promise<boolean
 }
 
 const fixedSegments = [
-  "..", ".", "", "a", "b", "c", "file.txt", "notes.txt", "new", "in-dir", "in-file", "self", "out-dir-abs", "out-dir-rel",
-  "out-file-rel", "chain1", "chain-dotdot", "sibling", "parent-link", "dangling-out", "dangling-in", "up", "tricky", "loop1",
+  "..",
+  ".",
+  "",
+  "a",
+  "b",
+  "c",
+  "file.txt",
+  "notes.txt",
+  "new",
+  "in-dir",
+  "in-file",
+  "self",
+  "out-dir-abs",
+  "out-dir-rel",
+  "out-file-rel",
+  "chain1",
+  "chain-dotdot",
+  "sibling",
+  "parent-link",
+  "dangling-out",
+  "dangling-in",
+  "up",
+  "tricky",
+  "loop1",
 ];
 
 describe("resolveWithinRoot properties", { timeout: 120_000 }, () => {
   it("never returns a path outside the real root, over generated paths on a fixed layout", async () => {
     const seen = { accepted: 0, refused: 0 };
-    const prefixes = fc.constantFrom("", "", "", "/", () => `${root}/`, () => `${rootLink}/`, () => `${base}/`, () => `${root}-evil/`);
+    const prefixes = fc.constantFrom(
+      "",
+      "",
+      "",
+      "/",
+      () => `${root}/`,
+      () => `${rootLink}/`,
+      () => `${base}/`,
+      () => `${root}-evil/`,
+    );
     await fc.assert(
-      fc.asyncProperty(prefixes, fc.array(fc.constantFrom(...fixedSegments), { minLength: 1, maxLength: 9 }), fc.boolean(), async (prefix, segments, allowMissing) => {
-        const head = typeof prefix === "function" ? prefix() : prefix;
-        const candidate = head + segments.join("/");
-        const givenRoot = head === `${rootLink}/` ? rootLink : root;
-        let resolved: string;
-        try {
-          resolved = await resolveWithinRoot(givenRoot, candidate, { allowMissing });
-        } catch (error) {
-          expect(ToolError.is(error, "path_escape", "not_found")).toBe(true);
-          seen.refused++;
-          return;
-        }
-        seen.accepted++;
-        expect(inside(resolved)).toBe(true);
-        expect(await holdsNoLinks(root, resolved)).toBe(true);
-      }),
+      fc.asyncProperty(
+        prefixes,
+        fc.array(fc.constantFrom(...fixedSegments), { minLength: 1, maxLength: 9 }),
+        fc.boolean(),
+        async (prefix, segments, allowMissing) => {
+          const head = typeof prefix === "function" ? prefix() : prefix;
+          const candidate = head + segments.join("/");
+          const givenRoot = head === `${rootLink}/` ? rootLink : root;
+          let resolved: string;
+          try {
+            resolved = await resolveWithinRoot(givenRoot, candidate, { allowMissing });
+          } catch (error) {
+            expect(ToolError.is(error, "path_escape", "not_found")).toBe(true);
+            seen.refused++;
+            return;
+          }
+          seen.accepted++;
+          expect(inside(resolved)).toBe(true);
+          expect(await holdsNoLinks(root, resolved)).toBe(true);
+        },
+      ),
       { numRuns: 500 },
     );
     // Both sides were exercised: the property is not passing by refusing everything.
@@ -316,8 +362,26 @@ describe("resolveWithinRoot properties", { timeout: 120_000 }, () => {
   it("never lets a write land outside, over generated link layouts", async () => {
     const dirs = ["", "d0", "d0/d1"];
     const linkTarget = fc.oneof(
-      fc.constantFrom("..", "../..", "../../..", "../outside", "../../outside", "d0", "d0/d1", "missing", "../missing", "n0", "n1", "n2", "../n3", "d1/../..", "."),
-      fc.constantFrom("root", "root/d0", "outside", "outside/o0", "base", "root/n1", "root/missing", "outside/missing", "root/d0/../..").map((t) => ({ abs: t })),
+      fc.constantFrom(
+        "..",
+        "../..",
+        "../../..",
+        "../outside",
+        "../../outside",
+        "d0",
+        "d0/d1",
+        "missing",
+        "../missing",
+        "n0",
+        "n1",
+        "n2",
+        "../n3",
+        "d1/../..",
+        ".",
+      ),
+      fc
+        .constantFrom("root", "root/d0", "outside", "outside/o0", "base", "root/n1", "root/missing", "outside/missing", "root/d0/../..")
+        .map((t) => ({ abs: t })),
     );
     const layout = fc.array(fc.record({ dir: fc.constantFrom(...dirs), target: linkTarget }), { minLength: 1, maxLength: 6 });
     const candidate = fc.array(fc.constantFrom("n0", "n1", "n2", "n3", "n4", "n5", "d0", "d1", "o0", "..", ".", "x", "y"), { minLength: 1, maxLength: 6 });
@@ -350,7 +414,10 @@ describe("resolveWithinRoot properties", { timeout: 120_000 }, () => {
             expect(inside(resolved, realRoot)).toBe(true);
             expect(await holdsNoLinks(realRoot, resolved)).toBe(true);
             // Act on it as a writer would, and prove the write stayed inside.
-            const exists = await lstat(resolved).then(() => true, () => false);
+            const exists = await lstat(resolved).then(
+              () => true,
+              () => false,
+            );
             if (!exists) {
               await mkdir(path.dirname(resolved), { recursive: true });
               await writeFile(resolved, "written", { flag: "wx" });

@@ -16,14 +16,7 @@ export interface ResolveWithinRootOptions {
 }
 
 /** Why a candidate was refused; carried in `ToolError.details.reason`. */
-export type PathRefusalReason =
-  | "not_a_string"
-  | "empty"
-  | "nul_byte"
-  | "too_long"
-  | "outside_root"
-  | "symlink_escape"
-  | "unresolvable";
+export type PathRefusalReason = "not_a_string" | "empty" | "nul_byte" | "too_long" | "outside_root" | "symlink_escape" | "unresolvable";
 
 /**
  * A root resolved once, reused for many candidates. The root's real path is fixed when the guard

@@ -20,7 +20,8 @@ export interface PreparedCommand {
 
 /** A verifier limit: a positive safe integer, or `config_invalid`. */
 export function positiveInteger(value: unknown, name: string): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) throw new ToolError("config_invalid", `verifier ${name} must be a positive integer`);
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0)
+    throw new ToolError("config_invalid", `verifier ${name} must be a positive integer`);
   return value;
 }
 
@@ -33,7 +34,8 @@ export function prepareCommands(declared: Readonly<Record<string, VerifierComman
     if (name.length === 0) throw bad("the name is empty");
     const argv: unknown = entry?.argv;
     if (!Array.isArray(argv) || argv.length === 0) throw bad("argv must be a non-empty array");
-    for (const part of argv) if (typeof part !== "string" || part.length === 0 || part.includes("\0")) throw bad("argv must hold non-empty strings without NUL bytes");
+    for (const part of argv)
+      if (typeof part !== "string" || part.length === 0 || part.includes("\0")) throw bad("argv must hold non-empty strings without NUL bytes");
     if ((argv[0] as string).startsWith("-")) throw bad("the program must not start with `-`");
     const spec = entry.args;
     const maxArgs = spec === undefined ? 0 : spec.max === undefined ? DEFAULT_MAX_ARGS : spec.max;
@@ -73,8 +75,10 @@ export function checkArgs(name: string, command: PreparedCommand, given: unknown
     if (typeof arg !== "string") throw deny(`argument ${index} is not a string`, "arg_not_string", index);
     if (arg.includes("\0")) throw deny(`argument ${index} contains a NUL byte`, "nul_byte", index);
     if (arg.length > MAX_ARG_LENGTH) throw deny(`argument ${index} is longer than ${MAX_ARG_LENGTH} characters`, "arg_too_long", index);
-    if (!command.allowOptions && arg.startsWith("-")) throw deny(`argument ${index} starts with "-" and this command takes no options`, "option_forbidden", index);
-    if (command.pattern !== undefined && !command.pattern.test(arg)) throw deny(`argument ${index} does not match the declared pattern`, "pattern_mismatch", index);
+    if (!command.allowOptions && arg.startsWith("-"))
+      throw deny(`argument ${index} starts with "-" and this command takes no options`, "option_forbidden", index);
+    if (command.pattern !== undefined && !command.pattern.test(arg))
+      throw deny(`argument ${index} does not match the declared pattern`, "pattern_mismatch", index);
     return arg;
   });
 }

@@ -9,7 +9,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export function buildEnv(spec: VerifierEnv): Record<string, string> {
   const env: Record<string, string> = { PATH: process.env["PATH"] ?? DEFAULT_PATH };
   for (const name of spec.pass ?? []) {
-    if (typeof name !== "string" || !ENV_NAME.test(name)) throw new ToolError("config_invalid", `verifier env.pass holds an invalid name ${JSON.stringify(name)}`);
+    if (typeof name !== "string" || !ENV_NAME.test(name))
+      throw new ToolError("config_invalid", `verifier env.pass holds an invalid name ${JSON.stringify(name)}`);
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }

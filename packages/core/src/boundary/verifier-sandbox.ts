@@ -39,7 +39,8 @@ export interface PreparedSandbox {
 /** The sandbox as configured; undefined for `"none"`. `config_invalid` when bwrap is missing. */
 export function prepareSandbox(spec: VerifierSandbox, env: Record<string, string>, realRoot: string): PreparedSandbox | undefined {
   if (spec === "none") return undefined;
-  const settings: BubblewrapSandbox | undefined = spec === "bubblewrap" ? { kind: "bubblewrap" } : typeof spec === "object" && spec !== null && spec.kind === "bubblewrap" ? spec : undefined;
+  const settings: BubblewrapSandbox | undefined =
+    spec === "bubblewrap" ? { kind: "bubblewrap" } : typeof spec === "object" && spec !== null && spec.kind === "bubblewrap" ? spec : undefined;
   if (settings === undefined) throw new ToolError("config_invalid", `verifier sandbox must be "none" or "bubblewrap"`);
   if (realRoot === path.parse(realRoot).root) throw new ToolError("config_invalid", "a sandboxed verifier cannot use the filesystem root as its root");
   const readOnlyPaths = settings.readOnlyPaths ?? DEFAULT_SANDBOX_READ_ONLY_PATHS;
@@ -49,7 +50,10 @@ export function prepareSandbox(spec: VerifierSandbox, env: Record<string, string
   let bwrap = settings.bwrapPath ?? findOnPath("bwrap", `${process.env["PATH"] ?? ""}${path.delimiter}${env["PATH"] ?? ""}${path.delimiter}/usr/bin:/bin`);
   if (bwrap !== undefined && !isExecutable(bwrap)) bwrap = undefined;
   if (bwrap === undefined) {
-    throw new ToolError("config_invalid", 'verifier sandbox "bubblewrap" needs the bwrap program, which is not installed or not executable (install the bubblewrap package)');
+    throw new ToolError(
+      "config_invalid",
+      'verifier sandbox "bubblewrap" needs the bwrap program, which is not installed or not executable (install the bubblewrap package)',
+    );
   }
   return { bwrap, readOnlyPaths };
 }

@@ -438,7 +438,8 @@ describe.skipIf(!runSandboxTests)("verifier under bubblewrap", { timeout: 60_000
   });
 
   it("binds the root read-only unless the command declares writes", async () => {
-    const write = (name: string) => `try { require("fs").writeFileSync(${JSON.stringify(name)}, "x"); console.log("wrote"); } catch (e) { console.log(e.code); }`;
+    const write = (name: string) =>
+      `try { require("fs").writeFileSync(${JSON.stringify(name)}, "x"); console.log("wrote"); } catch (e) { console.log(e.code); }`;
     const verifier = sandboxed({ ro: { argv: [node, "-e", write("ro.txt")] }, rw: { argv: [node, "-e", write("rw.txt")], sandbox: { write: true } } });
     expect((await verifier.run({ command: "ro" })).stdout.trim()).toBe("EROFS");
     expect(existsSync(path.join(root, "ro.txt"))).toBe(false);

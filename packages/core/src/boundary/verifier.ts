@@ -76,18 +76,32 @@ export function createVerifier(options: CreateVerifierOptions): CommandVerifier 
     const name: unknown = request.command;
     const command = typeof name === "string" ? commands.get(name) : undefined;
     if (command === undefined) {
-      throw new ToolError("command_denied", `no command ${typeof name === "string" ? JSON.stringify(name.slice(0, 64)) : ""} is declared (declared: ${[...commands.keys()].join(", ") || "none"})`, {
-        details: { reason: "unknown_command" },
-      });
+      throw new ToolError(
+        "command_denied",
+        `no command ${typeof name === "string" ? JSON.stringify(name.slice(0, 64)) : ""} is declared (declared: ${[...commands.keys()].join(", ") || "none"})`,
+        {
+          details: { reason: "unknown_command" },
+        },
+      );
     }
     const args = checkArgs(name as string, command, request.args);
     const cwd = await guard.resolve(request.cwd ?? ".");
-    if (!(await stat(cwd)).isDirectory()) throw new ToolError("command_denied", `cwd ${JSON.stringify(request.cwd)} is not a directory`, { details: { reason: "cwd" } });
+    if (!(await stat(cwd)).isDirectory())
+      throw new ToolError("command_denied", `cwd ${JSON.stringify(request.cwd)} is not a directory`, { details: { reason: "cwd" } });
     if (signal?.aborted) throw new ToolError("cancelled", "the run was cancelled before it started");
 
     const argv = [...command.argv, ...args];
     const spawned = sandbox === undefined ? argv : sandboxedArgv(sandbox, guard.root, cwd, command.write, argv);
-    return execute(spawned, { cwd, env, timeoutMs: command.timeoutMs, maxOutputBytes, killGraceMs, signal, label: name as string, sandboxed: sandbox !== undefined });
+    return execute(spawned, {
+      cwd,
+      env,
+      timeoutMs: command.timeoutMs,
+      maxOutputBytes,
+      killGraceMs,
+      signal,
+      label: name as string,
+      sandboxed: sandbox !== undefined,
+    });
   };
 
   return { root: guard.root, commands: [...commands.keys()], sandbox: sandbox === undefined ? "none" : "bubblewrap", run };

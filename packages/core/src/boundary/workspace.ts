@@ -106,7 +106,13 @@ export function createWorkspace(options: CreateWorkspaceOptions): ArtifactWorksp
         details: { limit: "maxFiles", max: maxFiles },
       });
     }
-    if (previous === undefined && (await lstat(file).then((info) => !info.isFile(), () => false))) {
+    if (
+      previous === undefined &&
+      (await lstat(file).then(
+        (info) => !info.isFile(),
+        () => false,
+      ))
+    ) {
       throw new ToolError("conflict", `artifact name ${JSON.stringify(canonical)} is taken by a directory`);
     }
     const dir = path.dirname(file);
@@ -198,7 +204,8 @@ function checkName(name: unknown): string {
   if (segments.length > MAX_DEPTH) throw refuse(`is deeper than ${MAX_DEPTH} levels`, "too_deep");
   for (const segment of segments) {
     if (segment === "..") throw refuse("must not contain `..`", "outside_root");
-    if (!SEGMENT.test(segment)) throw refuse("must be `/`-separated segments of letters, digits, `.`, `_` and `-`, none empty or starting with a dot", "name_invalid");
+    if (!SEGMENT.test(segment))
+      throw refuse("must be `/`-separated segments of letters, digits, `.`, `_` and `-`, none empty or starting with a dot", "name_invalid");
   }
   return segments.join("/");
 }

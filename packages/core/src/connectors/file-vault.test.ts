@@ -70,18 +70,24 @@ describe("file vault: refusals first", () => {
   it.each([
     ["garbage", () => "not json at all"],
     ["empty", () => ""],
-    ["flipped ciphertext", (text: string) => {
-      const envelope = JSON.parse(text) as { data: string };
-      const bytes = Buffer.from(envelope.data, "base64");
-      bytes[0] = bytes[0]! ^ 0xff;
-      return JSON.stringify({ ...envelope, data: bytes.toString("base64") });
-    }],
-    ["flipped tag", (text: string) => {
-      const envelope = JSON.parse(text) as { tag: string };
-      const bytes = Buffer.from(envelope.tag, "base64");
-      bytes[3] = bytes[3]! ^ 0x01;
-      return JSON.stringify({ ...envelope, tag: bytes.toString("base64") });
-    }],
+    [
+      "flipped ciphertext",
+      (text: string) => {
+        const envelope = JSON.parse(text) as { data: string };
+        const bytes = Buffer.from(envelope.data, "base64");
+        bytes[0] = bytes[0]! ^ 0xff;
+        return JSON.stringify({ ...envelope, data: bytes.toString("base64") });
+      },
+    ],
+    [
+      "flipped tag",
+      (text: string) => {
+        const envelope = JSON.parse(text) as { tag: string };
+        const bytes = Buffer.from(envelope.tag, "base64");
+        bytes[3] = bytes[3]! ^ 0x01;
+        return JSON.stringify({ ...envelope, tag: bytes.toString("base64") });
+      },
+    ],
     ["truncated", (text: string) => text.slice(0, Math.floor(text.length / 2))],
     ["another format", () => JSON.stringify({ format: "something-else", version: 1 })],
   ])("a corrupted vault (%s) is config_invalid naming the file and is never overwritten", async (_name, corrupt) => {
@@ -117,7 +123,9 @@ describe("file vault: refusals first", () => {
 
   it("refuses a missing, malformed or short key without echoing it", () => {
     expect(() => createFileVault({ path: vaultPath, key: { file: join(keyDir, "missing.key") } })).toThrow(/cannot be read \(ENOENT\)/);
-    expect(() => createFileVault({ path: vaultPath, key: { env: "TOOLGATE_TEST_VAULT_KEY", environment: {} } })).toThrow(/TOOLGATE_TEST_VAULT_KEY .* is not set/);
+    expect(() => createFileVault({ path: vaultPath, key: { env: "TOOLGATE_TEST_VAULT_KEY", environment: {} } })).toThrow(
+      /TOOLGATE_TEST_VAULT_KEY .* is not set/,
+    );
     const short = "c2hvcnQta2V5LXZhbHVl";
     let message = "";
     try {
@@ -152,7 +160,14 @@ describe("file vault: what it keeps", () => {
     expect(await reopened.readTokens("nobody")).toBeUndefined();
     const list = await reopened.list();
     expect(list.map((c) => c.id)).toEqual(["google-acme", "notion-main"]);
-    expect(list[0]).toMatchObject({ provider: "google", tenant: "acme", isDefault: true, scopes: ["mail.read", "mail.send"], refreshable: true, updatedAt: 42 });
+    expect(list[0]).toMatchObject({
+      provider: "google",
+      tenant: "acme",
+      isDefault: true,
+      scopes: ["mail.read", "mail.send"],
+      refreshable: true,
+      updatedAt: 42,
+    });
     expect(list[1]).toMatchObject({ refreshable: false, isDefault: false });
     expect(JSON.stringify(list)).not.toMatch(/secret/);
     expect(await reopened.remove("notion-main")).toBe(true);

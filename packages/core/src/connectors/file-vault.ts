@@ -164,7 +164,11 @@ async function writeAtomically(path: string, text: string): Promise<void> {
     }
   } catch (cause) {
     if (!renamed) await fsp.rm(temp, { force: true }).catch(() => undefined);
-    throw new ToolError("config_invalid", `vault ${path} could not be written (${(cause as NodeJS.ErrnoException).code ?? "error"}); the previous vault is unchanged`, { cause });
+    throw new ToolError(
+      "config_invalid",
+      `vault ${path} could not be written (${(cause as NodeJS.ErrnoException).code ?? "error"}); the previous vault is unchanged`,
+      { cause },
+    );
   }
 }
 
@@ -180,7 +184,10 @@ function loadKey(source: VaultKeySource, vaultPath: string): Buffer {
     }
     if (!stat.isFile()) throw new ToolError("config_invalid", `vault key file ${file} is not a regular file`);
     if ((stat.mode & 0o077) !== 0) {
-      throw new ToolError("config_invalid", `vault key file ${file} is readable or writable by group or others (mode ${(stat.mode & 0o777).toString(8).padStart(4, "0")}); make it 0600`);
+      throw new ToolError(
+        "config_invalid",
+        `vault key file ${file} is readable or writable by group or others (mode ${(stat.mode & 0o777).toString(8).padStart(4, "0")}); make it 0600`,
+      );
     }
     if (sameDirectory(file, vaultPath)) {
       throw new ToolError("config_invalid", `vault key file ${file} is in the same directory as the vault ${vaultPath}; keep the key away from the data`);

@@ -39,7 +39,13 @@ describe("operator API: refusals first", () => {
       expect((error as Error).message).not.toContain("12345678");
     }
     await expect(addConnectionFromFile({ vault, file: join(dir, "missing.json"), connection })).rejects.toThrow(/cannot be read \(ENOENT\)/);
-    await expect(addConnectionFromFile({ vault, file: tokenFile("bad-id.json", { access_token: "x-secret-1", scope: "a" }), connection: { id: "../etc", provider: "google" } })).rejects.toThrow(/id: /);
+    await expect(
+      addConnectionFromFile({
+        vault,
+        file: tokenFile("bad-id.json", { access_token: "x-secret-1", scope: "a" }),
+        connection: { id: "../etc", provider: "google" },
+      }),
+    ).rejects.toThrow(/id: /);
     expect(await vault.list()).toEqual([]);
   });
 
@@ -60,7 +66,12 @@ describe("operator API: add, list, status", () => {
       token_type: "Bearer",
       client_secret: "secret-client-value",
     });
-    const status = await addConnectionFromFile({ vault, file, connection: { id: "google-acme", provider: "google", tenant: "acme", isDefault: true }, clock: () => T0 });
+    const status = await addConnectionFromFile({
+      vault,
+      file,
+      connection: { id: "google-acme", provider: "google", tenant: "acme", isDefault: true },
+      clock: () => T0,
+    });
     expect(status).toEqual({
       id: "google-acme",
       provider: "google",
@@ -87,10 +98,34 @@ describe("operator API: add, list, status", () => {
 
   it("reports ready, will_refresh and reauth_required on the runtime's leeway", async () => {
     const vault = createMemoryVault({ clock: () => T0 });
-    await addConnectionFromFile({ vault, file: tokenFile("a.json", { accessToken: "secret-a-123", refreshToken: "secret-r-123", expiresAt: new Date(T0 + 30_000).toISOString(), scopes: ["s"], tokenType: "Bearer" }), connection: { id: "soon", provider: "mail" } });
-    await addConnectionFromFile({ vault, file: tokenFile("b.json", { access_token: "secret-b-123", expiry_date: T0 - 1, scope: "s" }), connection: { id: "dead", provider: "mail", principal: "p" } });
-    await addConnectionFromFile({ vault, file: tokenFile("c.json", { refresh_token: "secret-r-456", type: "authorized_user", client_id: "x" }), connection: { id: "refresh-only", provider: "mail", tenant: "t" }, scopes: ["s"] });
-    await addConnectionFromFile({ vault, file: tokenFile("d.json", { access_token: "secret-d-123", expires_in: "7200", scope: "s" }), connection: { id: "fine", provider: "notion" }, clock: () => T0 });
+    await addConnectionFromFile({
+      vault,
+      file: tokenFile("a.json", {
+        accessToken: "secret-a-123",
+        refreshToken: "secret-r-123",
+        expiresAt: new Date(T0 + 30_000).toISOString(),
+        scopes: ["s"],
+        tokenType: "Bearer",
+      }),
+      connection: { id: "soon", provider: "mail" },
+    });
+    await addConnectionFromFile({
+      vault,
+      file: tokenFile("b.json", { access_token: "secret-b-123", expiry_date: T0 - 1, scope: "s" }),
+      connection: { id: "dead", provider: "mail", principal: "p" },
+    });
+    await addConnectionFromFile({
+      vault,
+      file: tokenFile("c.json", { refresh_token: "secret-r-456", type: "authorized_user", client_id: "x" }),
+      connection: { id: "refresh-only", provider: "mail", tenant: "t" },
+      scopes: ["s"],
+    });
+    await addConnectionFromFile({
+      vault,
+      file: tokenFile("d.json", { access_token: "secret-d-123", expires_in: "7200", scope: "s" }),
+      connection: { id: "fine", provider: "notion" },
+      clock: () => T0,
+    });
 
     const byId = Object.fromEntries((await listConnections(vault, { clock: () => T0 })).map((s) => [s.id, s]));
     expect(byId["soon"]).toMatchObject({ state: "will_refresh", expired: false, refreshable: true });

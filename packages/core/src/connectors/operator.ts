@@ -147,7 +147,9 @@ export async function addConnectionFromFile(options: AddConnectionFromFileOption
 }
 
 /** Add (or replace) a connection with a token set already in hand. Returns its status. */
-export async function addConnection(options: { readonly vault: TokenVault; readonly connection: Connection; readonly tokens: TokenSet } & StatusOptions): Promise<ConnectionStatus> {
+export async function addConnection(
+  options: { readonly vault: TokenVault; readonly connection: Connection; readonly tokens: TokenSet } & StatusOptions,
+): Promise<ConnectionStatus> {
   await options.vault.put(options.connection, options.tokens);
   return connectionStatus(options.vault, options.connection.id, statusOptions(options));
 }

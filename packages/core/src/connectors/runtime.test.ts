@@ -8,7 +8,16 @@ import { createRedactor } from "../redactor.js";
 import { createFileVault, generateVaultKey } from "./file-vault.js";
 import { createMemoryVault } from "./memory-vault.js";
 import { createConnectorRuntime } from "./runtime.js";
-import { TokenRefreshError, type AccessGrant, type Connection, type ConnectorLogEvent, type ConnectorProvider, type RefreshedTokens, type TokenSet, type TokenVault } from "./types.js";
+import {
+  TokenRefreshError,
+  type AccessGrant,
+  type Connection,
+  type ConnectorLogEvent,
+  type ConnectorProvider,
+  type RefreshedTokens,
+  type TokenSet,
+  type TokenVault,
+} from "./types.js";
 
 const T0 = 1_800_000_000_000;
 const HOUR = 3_600_000;
@@ -45,7 +54,9 @@ function fakeProvider(script: { answer?: (refreshToken: string, n: number) => Re
       script.events?.push("refresh");
       await gate.wait;
       const n = state.refreshes;
-      return script.answer ? script.answer(request.refreshToken, n) : { accessToken: `access-refreshed-${n}`, refreshToken: `refresh-rotated-${n}`, expiresInSeconds: 3600 };
+      return script.answer
+        ? script.answer(request.refreshToken, n)
+        : { accessToken: `access-refreshed-${n}`, refreshToken: `refresh-rotated-${n}`, expiresInSeconds: 3600 };
     },
     createClient(grant) {
       script.events?.push(`client:${grant.accessToken}`);
@@ -111,7 +122,10 @@ describe("connector runtime: refusals before any token is read", () => {
 
   it("scope_missing comes before refresh, even when the token has expired", async () => {
     const calls: string[] = [];
-    const vault = recording(createMemoryVault({ connections: [{ connection: mailConnection, tokens: goodTokens({ scopes: ["mail.read"], expiresAt: T0 - 1 }) }] }), calls);
+    const vault = recording(
+      createMemoryVault({ connections: [{ connection: mailConnection, tokens: goodTokens({ scopes: ["mail.read"], expiresAt: T0 - 1 }) }] }),
+      calls,
+    );
     const { provider, state } = fakeProvider();
     const runtime = createConnectorRuntime({ vault, providers: [provider], clock: () => T0 });
     expect((await failure(runtime.open(request({ scopes: ["mail.send"] })))).code).toBe("scope_missing");
@@ -146,7 +160,9 @@ describe("connector runtime: refusals before any token is read", () => {
 describe("connector runtime: re-authorization", () => {
   it("an expired token without a refresh token → connector_reauth_required naming the connection, no stack trace", async () => {
     const events: ConnectorLogEvent[] = [];
-    const vault = createMemoryVault({ connections: [{ connection: mailConnection, tokens: { accessToken: "access-only-0001", expiresAt: T0 - 1, scopes: ["mail.read"], tokenType: "Bearer" } }] });
+    const vault = createMemoryVault({
+      connections: [{ connection: mailConnection, tokens: { accessToken: "access-only-0001", expiresAt: T0 - 1, scopes: ["mail.read"], tokenType: "Bearer" } }],
+    });
     const { provider, state } = fakeProvider();
     const runtime = createConnectorRuntime({ vault, providers: [provider], clock: () => T0, log: (e) => events.push(e) });
     const error = await failure(runtime.open(request()));
@@ -158,7 +174,11 @@ describe("connector runtime: re-authorization", () => {
   });
 
   it("a token inside the leeway but not yet expired is still used when it cannot be refreshed", async () => {
-    const vault = createMemoryVault({ connections: [{ connection: mailConnection, tokens: { accessToken: "access-only-0002", expiresAt: T0 + 30_000, scopes: ["mail.read"], tokenType: "Bearer" } }] });
+    const vault = createMemoryVault({
+      connections: [
+        { connection: mailConnection, tokens: { accessToken: "access-only-0002", expiresAt: T0 + 30_000, scopes: ["mail.read"], tokenType: "Bearer" } },
+      ],
+    });
     const { provider, state } = fakeProvider();
     const runtime = createConnectorRuntime({ vault, providers: [provider], clock: () => T0 });
     const client = await (await runtime.open(request())).client<FakeClient>();
@@ -171,15 +191,26 @@ describe("connector runtime: re-authorization", () => {
     const vault = createMemoryVault({ connections: [{ connection: mailConnection, tokens: goodTokens({ expiresAt: T0 }) }] });
     const { provider } = fakeProvider({
       answer: (refreshToken) => {
-        throw new TokenRefreshError("invalid_grant", `provider said: token ${refreshToken} revoked (secret ${CLIENT_SECRET})`, { status: 400, oauthError: "invalid_grant" });
+        throw new TokenRefreshError("invalid_grant", `provider said: token ${refreshToken} revoked (secret ${CLIENT_SECRET})`, {
+          status: 400,
+          oauthError: "invalid_grant",
+        });
       },
     });
     const logged: string[] = [];
-    const runtime = createConnectorRuntime({ vault, providers: [provider], clock: () => T0, log: (e) => events.push(e), registerSecret: (s) => logged.push(s) });
+    const runtime = createConnectorRuntime({
+      vault,
+      providers: [provider],
+      clock: () => T0,
+      log: (e) => events.push(e),
+      registerSecret: (s) => logged.push(s),
+    });
     const secrets: string[] = [];
     const error = await failure(runtime.open(request({}, secrets)));
     expect(error.code).toBe("connector_reauth_required");
-    expect(error.message).toBe("connection mail-acme (mail) must be authorized again: the provider refused its grant (HTTP 400, invalid_grant); it was revoked or has expired");
+    expect(error.message).toBe(
+      "connection mail-acme (mail) must be authorized again: the provider refused its grant (HTTP 400, invalid_grant); it was revoked or has expired",
+    );
     const everything = JSON.stringify({ message: error.message, details: error.details, cause: String(error.cause), events });
     for (const secret of ["refresh-original-1", CLIENT_SECRET, "access-original-1"]) expect(everything).not.toContain(secret);
     expect(secrets).toEqual(expect.arrayContaining(["refresh-original-1", CLIENT_SECRET, "access-original-1"]));
@@ -287,7 +318,10 @@ describe("connector runtime: refresh", () => {
     let now = T0;
     const vault = createMemoryVault({ connections: [{ connection: mailConnection, tokens: goodTokens({ expiresAt: T0 - 1 }) }] });
     const { provider, state } = fakeProvider({
-      answer: (_rt, n) => (n === 1 ? { accessToken: "access-no-rotation", expiresInSeconds: 120 } : { accessToken: "access-rotated", refreshToken: "refresh-rotated-2", expiresInSeconds: 3600, scopes: ["mail.read", "mail.send"] }),
+      answer: (_rt, n) =>
+        n === 1
+          ? { accessToken: "access-no-rotation", expiresInSeconds: 120 }
+          : { accessToken: "access-rotated", refreshToken: "refresh-rotated-2", expiresInSeconds: 3600, scopes: ["mail.read", "mail.send"] },
     });
     const runtime = createConnectorRuntime({ vault, providers: [provider], clock: () => now });
     await runtime.open(request());

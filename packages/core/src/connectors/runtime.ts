@@ -129,9 +129,14 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
     let answer: RefreshedTokens;
     try {
       answer = await untilAborted(
-        Promise.resolve().then(() => adapter.refresh({ connectionId: connection.id, refreshToken: current.refreshToken!, scopes: [...current.scopes], signal: deadline })),
+        Promise.resolve().then(() =>
+          adapter.refresh({ connectionId: connection.id, refreshToken: current.refreshToken!, scopes: [...current.scopes], signal: deadline }),
+        ),
         deadline,
-        () => new ToolError("provider_unavailable", `${connection.provider} did not refresh connection ${connection.id} within ${refreshTimeoutMs} ms`, { retryable: true }),
+        () =>
+          new ToolError("provider_unavailable", `${connection.provider} did not refresh connection ${connection.id} within ${refreshTimeoutMs} ms`, {
+            retryable: true,
+          }),
       );
     } catch (cause) {
       const error = refreshFailure(connection, cause);
@@ -146,9 +151,13 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
       throw error;
     }
     if (!answer || typeof answer.accessToken !== "string" || answer.accessToken === "") {
-      throw new ToolError("provider_unavailable", `the ${connection.provider} token endpoint answered the refresh of connection ${connection.id} without an access token`, {
-        retryable: true,
-      });
+      throw new ToolError(
+        "provider_unavailable",
+        `the ${connection.provider} token endpoint answered the refresh of connection ${connection.id} without an access token`,
+        {
+          retryable: true,
+        },
+      );
     }
     remember(undefined, answer.accessToken, answer.refreshToken);
     const now = clock();
@@ -159,7 +168,12 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
     const next: TokenSet = {
       accessToken: answer.accessToken,
       ...(answer.refreshToken ? { refreshToken: answer.refreshToken } : current.refreshToken === undefined ? {} : { refreshToken: current.refreshToken }),
-      expiresAt: lifetimeMs !== undefined ? now + lifetimeMs : typeof answer.expiresAt === "number" && answer.expiresAt > 0 ? Math.floor(answer.expiresAt) : now + DEFAULT_TOKEN_LIFETIME_MS,
+      expiresAt:
+        lifetimeMs !== undefined
+          ? now + lifetimeMs
+          : typeof answer.expiresAt === "number" && answer.expiresAt > 0
+            ? Math.floor(answer.expiresAt)
+            : now + DEFAULT_TOKEN_LIFETIME_MS,
       scopes: answer.scopes && answer.scopes.length > 0 ? [...answer.scopes] : [...current.scopes],
       tokenType: answer.tokenType || current.tokenType,
     };
@@ -177,11 +191,18 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
         case "invalid_grant":
           return reauth(connection, `the provider refused its grant${status}; it was revoked or has expired`, safeCause);
         case "invalid_client":
-          return new ToolError("provider_rejected", `${connection.provider} refused the client credentials while refreshing connection ${connection.id}${status}`, { cause: safeCause });
+          return new ToolError(
+            "provider_rejected",
+            `${connection.provider} refused the client credentials while refreshing connection ${connection.id}${status}`,
+            { cause: safeCause },
+          );
         case "rejected":
           return new ToolError("provider_rejected", `${connection.provider} refused to refresh connection ${connection.id}${status}`, { cause: safeCause });
         case "unavailable":
-          return new ToolError("provider_unavailable", `${connection.provider} did not refresh connection ${connection.id}${status}`, { cause: safeCause, retryable: true });
+          return new ToolError("provider_unavailable", `${connection.provider} did not refresh connection ${connection.id}${status}`, {
+            cause: safeCause,
+            retryable: true,
+          });
       }
     }
     if (ToolError.is(cause)) {
@@ -193,7 +214,6 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
     }
     return new ToolError("provider_unavailable", `${connection.provider} did not refresh connection ${connection.id}`, { cause: safeCause, retryable: true });
   };
-
 
   /** Steps 1–3 of open: provider, connection, scopes — from metadata only, no token read. */
   const choose = async (request: ConnectorOpenRequest): Promise<{ adapter: ConnectorProvider; connection: ConnectionInfo }> => {
@@ -208,7 +228,14 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
     const missing = request.scopes.filter((scope) => !connection.scopes.includes(scope));
     if (missing.length > 0) {
       const error = scopeMissing(connection, missing, request.toolId);
-      log({ type: "connector.scope_missing", provider: connection.provider, connectionId: connection.id, toolId: request.toolId, code: error.code, message: error.message });
+      log({
+        type: "connector.scope_missing",
+        provider: connection.provider,
+        connectionId: connection.id,
+        toolId: request.toolId,
+        code: error.code,
+        message: error.message,
+      });
       throw error;
     }
     return { adapter, connection };
@@ -264,7 +291,10 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
  * The connection serving a call: every binding field set on a connection must equal the call's;
  * the most specific match wins, then the provider's default; a tie is refused, not guessed.
  */
-export function chooseConnection(connections: readonly ConnectionInfo[], request: { readonly provider: string; readonly tenant: string; readonly principal: string }): ConnectionInfo {
+export function chooseConnection(
+  connections: readonly ConnectionInfo[],
+  request: { readonly provider: string; readonly tenant: string; readonly principal: string },
+): ConnectionInfo {
   const specificity = (c: ConnectionInfo): number => (c.principal !== undefined ? 2 : 0) + (c.tenant !== undefined ? 1 : 0);
   const candidates = connections
     .filter((c) => c.provider === request.provider)
@@ -277,9 +307,13 @@ export function chooseConnection(connections: readonly ConnectionInfo[], request
     });
   }
   if (second && specificity(second) === specificity(best) && second.isDefault === best.isDefault) {
-    throw new ToolError("connector_unavailable", `connections ${best.id} and ${second.id} both serve principal ${request.principal} in tenant ${request.tenant} for ${request.provider}; bind one more narrowly or make one the default`, {
-      details: { provider: request.provider, connections: [best.id, second.id] },
-    });
+    throw new ToolError(
+      "connector_unavailable",
+      `connections ${best.id} and ${second.id} both serve principal ${request.principal} in tenant ${request.tenant} for ${request.provider}; bind one more narrowly or make one the default`,
+      {
+        details: { provider: request.provider, connections: [best.id, second.id] },
+      },
+    );
   }
   return best;
 }

@@ -77,11 +77,17 @@ export function vaultOver(storage: VaultStorage, clock: () => number): TokenVaul
         const data = await storage.load();
         const existing = Object.hasOwn(data.connections, checked.id) ? data.connections[checked.id] : undefined;
         const nextTokens = checkedTokens ?? existing?.tokens;
-        if (nextTokens === undefined) throw new ToolError("connector_unavailable", `no connection ${checked.id} in vault ${storage.location} to update; give its tokens`);
+        if (nextTokens === undefined)
+          throw new ToolError("connector_unavailable", `no connection ${checked.id} in vault ${storage.location} to update; give its tokens`);
         if (checked.isDefault === true) {
-          const other = Object.values(data.connections).find((e) => e.connection.provider === checked.provider && e.connection.isDefault === true && e.connection.id !== checked.id);
+          const other = Object.values(data.connections).find(
+            (e) => e.connection.provider === checked.provider && e.connection.isDefault === true && e.connection.id !== checked.id,
+          );
           if (other) {
-            throw new ToolError("config_invalid", `provider ${checked.provider} already has a default connection (${other.connection.id}); make that one non-default first`);
+            throw new ToolError(
+              "config_invalid",
+              `provider ${checked.provider} already has a default connection (${other.connection.id}); make that one non-default first`,
+            );
           }
         }
         data.connections[checked.id] = { connection: checked, tokens: copyTokens(nextTokens), updatedAt: clock() };

@@ -16,14 +16,20 @@ export async function judgeExisting(env: GateEnv, c: Keyed, entry: OutboxEntry):
   }
   switch (entry.state) {
     case "pending":
-      return refuse(env, c, "denied", new ToolError("idempotency_in_flight", "a call with this idempotency key is still running (or was interrupted; run outbox recovery)"));
+      return refuse(
+        env,
+        c,
+        "denied",
+        new ToolError("idempotency_in_flight", "a call with this idempotency key is still running (or was interrupted; run outbox recovery)"),
+      );
     case "completed":
       // A derived key stands for "the same call, retried": after the retry window, an identical
       // call is a new one (pass an idempotency key to deduplicate for longer).
       if (c.call.idempotencyKey === undefined && Date.parse(entry.updatedAt) < env.clock() - env.derivedKeyWindowMs) return { retake: ["completed"] };
       return replay(env, c, entry);
     case "failed": {
-      const retakeable = entry.boundary === "pre_effect_refusal" || entry.boundary === "effect_not_started" || (entry.boundary === "effect_failed" && manifest.retryable);
+      const retakeable =
+        entry.boundary === "pre_effect_refusal" || entry.boundary === "effect_not_started" || (entry.boundary === "effect_failed" && manifest.retryable);
       if (retakeable) return { retake: ["failed"] };
       return replayedError(env, c, entry);
     }
@@ -33,7 +39,10 @@ export async function judgeExisting(env: GateEnv, c: Keyed, entry: OutboxEntry):
         env,
         c,
         "denied",
-        new ToolError("effect_state_unknown", `an earlier attempt of ${manifest.id} with this key may have taken effect; an operator must resolve it before it can run again`),
+        new ToolError(
+          "effect_state_unknown",
+          `an earlier attempt of ${manifest.id} with this key may have taken effect; an operator must resolve it before it can run again`,
+        ),
       );
   }
 }
@@ -44,7 +53,12 @@ async function replay(env: GateEnv, c: Keyed, entry: OutboxEntry): Promise<Invok
     const released = await releaseHeld(env, c, entry, result.heldBy);
     if (released !== true) return released;
   }
-  const receipt = await audit(env, c, "call.replayed", { key: c.key, intentHash: entry.intentHash, outputHash: result.outputHash, originalInvocationId: entry.invocationId });
+  const receipt = await audit(env, c, "call.replayed", {
+    key: c.key,
+    intentHash: entry.intentHash,
+    outputHash: result.outputHash,
+    originalInvocationId: entry.invocationId,
+  });
   return okResult(c, result.output, result.findings, true, receipt);
 }
 

@@ -11,7 +11,9 @@ const call = { principal: "p", tenant: "t", profile: defineProfile({ name: "p", 
 
 describe("gate.invoke types", () => {
   it("infers ids and input types from the registry", () => {
-    expectTypeOf(registry.ids()).toEqualTypeOf<readonly ("notes.add_note" | "notes.read_note" | "notes.delete_note" | "notes.word_count" | "notes.sync_notes")[]>();
+    expectTypeOf(registry.ids()).toEqualTypeOf<
+      readonly ("notes.add_note" | "notes.read_note" | "notes.delete_note" | "notes.word_count" | "notes.sync_notes")[]
+    >();
     void gate.invoke("notes.add_note", { id: "a", text: "b" }, call);
     // @ts-expect-error wrong input type for a known tool
     void gate.invoke("notes.add_note", { id: 1, text: "b" }, call);

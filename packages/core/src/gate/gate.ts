@@ -46,21 +46,18 @@ export interface CallOptions {
 }
 
 /** The input type for `invoke(id, …)`: typed for a known id, `unknown` for a string from a model. */
-export type InputFor<TTool, TId extends string> = string extends ToolIdOf<TTool>
-  ? unknown // a registry whose ids are not literal types (families built from arrays at run time)
-  : TId extends ToolIdOf<TTool>
-    ? ToolInput<ToolById<TTool, TId>>
-    : string extends TId
-      ? unknown
-      : never;
-export type OutputFor<TTool, TId extends string> = string extends ToolIdOf<TTool>
-  ? unknown
-  : TId extends ToolIdOf<TTool>
-    ? ToolOutput<ToolById<TTool, TId>>
-    : unknown;
+export type InputFor<TTool, TId extends string> =
+  string extends ToolIdOf<TTool>
+    ? unknown // a registry whose ids are not literal types (families built from arrays at run time)
+    : TId extends ToolIdOf<TTool>
+      ? ToolInput<ToolById<TTool, TId>>
+      : string extends TId
+        ? unknown
+        : never;
+export type OutputFor<TTool, TId extends string> =
+  string extends ToolIdOf<TTool> ? unknown : TId extends ToolIdOf<TTool> ? ToolOutput<ToolById<TTool, TId>> : unknown;
 
 /** Any gate, whatever its registry's tools: for functions that take a gate and do not care which. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyGate = Gate<any>;
 
 export interface Gate<TTool extends AnyToolManifest = AnyToolManifest> {
@@ -113,7 +110,6 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
 const gateEnvs = new WeakMap<object, GateEnv>();
 
 /** @internal what recovery needs from a gate: its steps' shared state. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function envOfGate(gate: Gate<any>): GateEnv | undefined {
   return gateEnvs.get(gate);
 }

@@ -12,7 +12,11 @@ export function watchLate(env: GateEnv, c: Runnable, run: Promise<unknown>): voi
     async (raw) => {
       const checked = manifest.output.safeParse(raw);
       const output = checked.success ? env.redactor.redact(checked.data) : undefined;
-      const data = { late: true, valid: checked.success, ...(checked.success ? { outputHash: hashCanonical(output ?? null), result: describeOutput(manifest, output) } : {}) };
+      const data = {
+        late: true,
+        valid: checked.success,
+        ...(checked.success ? { outputHash: hashCanonical(output ?? null), result: describeOutput(manifest, output) } : {}),
+      };
       if (c.intent && checked.success && isSideEffectful(manifest.effect)) {
         // The effect did happen: record it so a retry with the same key replays instead of repeating.
         const findings = manifest.untrustedOutput ? scanForInjection(output) : [];

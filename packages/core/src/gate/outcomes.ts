@@ -11,7 +11,15 @@ import type { DeniedResult, ErrorResult, OkResult } from "./results.js";
 export type Refusal = DeniedResult | ErrorResult;
 
 /** Failures that may pass if the same call is tried again; a definite answer (not_found…) never does. */
-const TRANSIENT_CODES: ReadonlySet<string> = new Set(["timeout", "cancelled", "rate_limited", "provider_unavailable", "handler_failed", "journal_failed", "tool_process_dead"]);
+const TRANSIENT_CODES: ReadonlySet<string> = new Set([
+  "timeout",
+  "cancelled",
+  "rate_limited",
+  "provider_unavailable",
+  "handler_failed",
+  "journal_failed",
+  "tool_process_dead",
+]);
 
 const toolIdOf = (c: CallStart): string => c.tool?.manifest.id ?? String(c.requestedId).slice(0, 128);
 
@@ -61,7 +69,13 @@ export async function refuse(
   };
   return status === "denied"
     ? { status: "denied", ...base }
-    : { status: "error", ...base, retryable: false, ...(extra.issues ? { issues: extra.issues } : {}), ...(extra.inputSchema ? { inputSchema: extra.inputSchema } : {}) };
+    : {
+        status: "error",
+        ...base,
+        retryable: false,
+        ...(extra.issues ? { issues: extra.issues } : {}),
+        ...(extra.inputSchema ? { inputSchema: extra.inputSchema } : {}),
+      };
 }
 
 /** Record a failed call (in the outbox when it has an intent) and shape its result. */

@@ -26,7 +26,7 @@ export interface Step<In, Out> {
   run(call: In, env: GateEnv): Out | Finished | Promise<Out | Finished>;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any step, whatever its stages
+// Any step, whatever its stages.
 type AnyStep = Step<any, any>;
 type In<S> = S extends Step<infer I, unknown> ? I : never;
 type Out<S> = S extends Step<never, infer O> ? O : never;

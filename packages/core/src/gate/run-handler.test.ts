@@ -9,12 +9,20 @@ describe("HandlerRun", () => {
 
   it("reports a synchronous throw", () => {
     const error = new Error("boom");
-    expect(new HandlerRun(1000, undefined).start(() => { throw error; })).toEqual({ kind: "threw", error });
+    expect(
+      new HandlerRun(1000, undefined).start(() => {
+        throw error;
+      }),
+    ).toEqual({ kind: "threw", error });
   });
 
   it("reports an async rejection", async () => {
     const error = new Error("later");
-    expect(await new HandlerRun(1000, undefined).start(async () => { throw error; })).toEqual({ kind: "threw", error });
+    expect(
+      await new HandlerRun(1000, undefined).start(async () => {
+        throw error;
+      }),
+    ).toEqual({ kind: "threw", error });
   });
 
   it("aborts a body that outlives its deadline, and its signal fires", async () => {

@@ -1,7 +1,18 @@
 import { ToolError } from "../errors.js";
 import { sealAuditEvent, unsealAuditEvent, type AuditKey } from "./audit-chain.js";
 import type { JournalDriver, JournalTransaction, TransactionReads } from "./driver.js";
-import { claimedEvent, consumedEvent, decidedEvent, decidedRequest, intentEvent, joinsPendingRequest, requestedEvent, settledEntry, settledEvent, startedEntry } from "./events.js";
+import {
+  claimedEvent,
+  consumedEvent,
+  decidedEvent,
+  decidedRequest,
+  intentEvent,
+  joinsPendingRequest,
+  requestedEvent,
+  settledEntry,
+  settledEvent,
+  startedEntry,
+} from "./events.js";
 import { checkGrant } from "./grant-check.js";
 import { decodeEntry, decodeRequest, encodeEntry, encodeRequest } from "./records.js";
 import type { ApprovalRequest, AuditEventInput, BeginIntentResult, GrantCheck, GrantOutcome, Journal, JournalReceipt, OutboxEntry } from "./types.js";
@@ -107,19 +118,23 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
       if (Number.isNaN(updatedBeforeMs)) throw new TypeError(`claimOutbox: updatedBefore is not a time: ${opts.updatedBefore}`);
       const claim = { states: opts.states, updatedBeforeMs, limit: whole(opts.limit) };
       return write({ claim }, (tx) =>
-        tx.claimable(claim).map(decodeEntry).map((entry): OutboxEntry => {
-          const next: OutboxEntry = { ...entry, attempts: entry.attempts + 1, updatedAt: opts.leaseUntil ?? opts.at };
-          tx.putEntry(encodeEntry(next));
-          append(tx, claimedEvent(entry, opts.claimant, next.attempts, opts.at));
-          return next;
-        }),
+        tx
+          .claimable(claim)
+          .map(decodeEntry)
+          .map((entry): OutboxEntry => {
+            const next: OutboxEntry = { ...entry, attempts: entry.attempts + 1, updatedAt: opts.leaseUntil ?? opts.at };
+            tx.putEntry(encodeEntry(next));
+            append(tx, claimedEvent(entry, opts.claimant, next.attempts, opts.at));
+            return next;
+          }),
       );
     },
 
     requestApproval: (input) =>
       write({ requests: [input.id], pending: [input.inputHash] }, (tx) => {
         for (const r of tx.pendingRequests(input.inputHash).map(decodeRequest)) {
-          if (joinsPendingRequest(r, input)) return { request: r, created: false, receipt: append(tx, requestedEvent(r, input.invocationId, false, input.createdAt)) };
+          if (joinsPendingRequest(r, input))
+            return { request: r, created: false, receipt: append(tx, requestedEvent(r, input.invocationId, false, input.createdAt)) };
         }
         if (tx.getRequest(input.id) !== undefined) throw new ToolError("journal_failed", `an approval request with id ${input.id} already exists`);
         const request: ApprovalRequest = { ...input, status: "pending" };

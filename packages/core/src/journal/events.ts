@@ -123,7 +123,14 @@ export function settledEntry(entry: OutboxEntry, s: Settlement): OutboxEntry {
 
 export function decidedRequest(request: ApprovalRequest, decision: ApprovalDecision): ApprovalRequest {
   return decision.kind === "grant"
-    ? { ...request, status: "granted", decidedBy: decision.approver, decidedAt: decision.at, grantTokenHash: decision.tokenHash, grantExpiresAt: decision.grantExpiresAt }
+    ? {
+        ...request,
+        status: "granted",
+        decidedBy: decision.approver,
+        decidedAt: decision.at,
+        grantTokenHash: decision.tokenHash,
+        grantExpiresAt: decision.grantExpiresAt,
+      }
     : { ...request, status: "denied", decidedBy: decision.approver, decidedAt: decision.at, reason: decision.reason };
 }
 

@@ -13,7 +13,8 @@ describe("verifyAuditChain finds tampering", () => {
   const key = "audit-key";
   const chain = async (): Promise<AuditRecord[]> => {
     const journal = createMemoryJournal({ auditKey: key });
-    for (let i = 1; i <= 6; i++) await journal.append({ type: "test.event", at: `2026-01-01T00:00:0${i}.000Z`, toolId: "demo.t", data: { i, note: `event ${i}` } });
+    for (let i = 1; i <= 6; i++)
+      await journal.append({ type: "test.event", at: `2026-01-01T00:00:0${i}.000Z`, toolId: "demo.t", data: { i, note: `event ${i}` } });
     return [...(await journal.readAudit())];
   };
 
@@ -79,7 +80,15 @@ describe("auditPayload", () => {
   it("is the canonical JSON of the whole envelope", async () => {
     const { auditPayload } = await import("./audit-chain.js");
     const { canonicalJson } = await import("../canonical-json.js");
-    const full = { type: "t", at: "2026-01-01T00:00:00.000Z", invocationId: "i", toolId: "a.b", principal: "p", tenant: "x", data: { z: 1, a: [2, { y: 1, b: 2 }] } };
+    const full = {
+      type: "t",
+      at: "2026-01-01T00:00:00.000Z",
+      invocationId: "i",
+      toolId: "a.b",
+      principal: "p",
+      tenant: "x",
+      data: { z: 1, a: [2, { y: 1, b: 2 }] },
+    };
     expect(auditPayload(7, full)).toBe(canonicalJson({ ...full, seq: 7 }));
     const sparse = { type: "t", at: "2026-01-01T00:00:00.000Z", data: {} };
     expect(auditPayload(1, sparse)).toBe(canonicalJson({ ...sparse, seq: 1 }));

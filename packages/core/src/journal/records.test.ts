@@ -14,7 +14,11 @@ describe("stored records", () => {
     const stored = encodeEntry(entry);
     expect(stored).toMatchObject({ key: "k1", state: "completed", updatedMs: Date.parse(entry.updatedAt) });
     expect(decodeEntry(stored.text)).toStrictEqual(entry);
-    const request: ApprovalRequest = { ...sampleRequest("r1", { preview: { summary: "s", details: { to: ["a"] }, plan: { etag: "1" } } }), status: "denied", reason: "no" };
+    const request: ApprovalRequest = {
+      ...sampleRequest("r1", { preview: { summary: "s", details: { to: ["a"] }, plan: { etag: "1" } } }),
+      status: "denied",
+      reason: "no",
+    };
     expect(encodeRequest(request)).toMatchObject({ id: "r1", status: "denied", inputHash: request.inputHash });
     expect(decodeRequest(encodeRequest(request).text)).toStrictEqual(request);
   });

@@ -9,7 +9,13 @@ describe("createCrashingJournal", () => {
     expect(journal.crashed).toBe(false);
     const intent = sampleIntent("k1");
     await journal.beginIntent(intent);
-    const settlement = { state: "completed", boundary: "effect_completed", intentHash: intent.intentHash, invocationId: intent.invocationId, at: intent.at } as const;
+    const settlement = {
+      state: "completed",
+      boundary: "effect_completed",
+      intentHash: intent.intentHash,
+      invocationId: intent.invocationId,
+      at: intent.at,
+    } as const;
 
     journal.crashed = true;
     await expect(journal.settleIntent("k1", settlement)).rejects.toThrow("the process died before the result was journaled");

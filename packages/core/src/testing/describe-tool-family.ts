@@ -132,7 +132,13 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
     }
   };
   /** Invoke, granting approval when asked, as a human would. */
-  const invokeApproved = async (gate: Gate, id: string, input: unknown, profile: Profile, extra: { signal?: AbortSignal; onProgress?: (event: unknown) => void } = {}): Promise<InvokeResult> => {
+  const invokeApproved = async (
+    gate: Gate,
+    id: string,
+    input: unknown,
+    profile: Profile,
+    extra: { signal?: AbortSignal; onProgress?: (event: unknown) => void } = {},
+  ): Promise<InvokeResult> => {
     const first = await gate.invoke(id, input, { principal, tenant, profile, ...extra });
     if (first.status !== "approval_required" || first.reason !== "call") return first;
     const grant = await gate.approvals.grant(first.requestId, { approver: "conformance-human" });
@@ -162,7 +168,9 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
     it("declares complete, family-specific tokens, each used by some tool", () => {
       const used = new Set(tools.flatMap((t) => [...t.requiredAllowlist]));
       for (const token of family.permissions) {
-        expect(token.startsWith(`${family.name}:`) || (SHARED_BOUNDARY_TOKENS as readonly string[]).includes(token), `${token} is not family-specific`).toBe(true);
+        expect(token.startsWith(`${family.name}:`) || (SHARED_BOUNDARY_TOKENS as readonly string[]).includes(token), `${token} is not family-specific`).toBe(
+          true,
+        );
         expect(used.has(token), `permission ${token} is declared but no tool requires it`).toBe(true);
       }
       for (const tool of tools) {
@@ -173,46 +181,55 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
     for (const tool of tools) {
       describe(tool.id, () => {
         for (const token of tool.requiredAllowlist) {
-          it(`is refused to a profile missing ${token}, before its handler runs`, withSetup(async ({ gate, probe }) => {
-            const result = await gate.invoke(tool.id, options.validInputs[tool.id], { principal, tenant, profile: fullProfile(family, token) });
-            expect(result.status).toBe("denied");
-            expect(result.status === "denied" && result.code).toBe("permission_denied");
-            expect(probe.calls.get(tool.id) ?? 0).toBe(0);
-          }));
+          it(
+            `is refused to a profile missing ${token}, before its handler runs`,
+            withSetup(async ({ gate, probe }) => {
+              const result = await gate.invoke(tool.id, options.validInputs[tool.id], { principal, tenant, profile: fullProfile(family, token) });
+              expect(result.status).toBe("denied");
+              expect(result.status === "denied" && result.code).toBe("permission_denied");
+              expect(probe.calls.get(tool.id) ?? 0).toBe(0);
+            }),
+          );
         }
 
-        it("refuses malformed input before its handler runs", withSetup(async ({ gate, probe }) => {
-          const candidates = [...GENERATED_INVALID, ...(options.invalidInputs?.[tool.id] ?? [])];
-          let refused = 0;
-          for (const input of candidates) {
-            const accepted = tool.input.safeParse(input).success;
-            if (accepted && !(options.invalidInputs?.[tool.id] ?? []).includes(input)) continue;
-            const result = await gate.invoke(tool.id, input, { principal, tenant, profile: fullProfile(family) });
-            expect(result.status, `input ${JSON.stringify(input)}`).toBe("error");
-            expect(result.status === "error" && result.code).toBe("invalid_input");
-            refused++;
-          }
-          expect(refused).toBeGreaterThan(0);
-          expect(probe.calls.get(tool.id) ?? 0).toBe(0);
-        }));
+        it(
+          "refuses malformed input before its handler runs",
+          withSetup(async ({ gate, probe }) => {
+            const candidates = [...GENERATED_INVALID, ...(options.invalidInputs?.[tool.id] ?? [])];
+            let refused = 0;
+            for (const input of candidates) {
+              const accepted = tool.input.safeParse(input).success;
+              if (accepted && !(options.invalidInputs?.[tool.id] ?? []).includes(input)) continue;
+              const result = await gate.invoke(tool.id, input, { principal, tenant, profile: fullProfile(family) });
+              expect(result.status, `input ${JSON.stringify(input)}`).toBe("error");
+              expect(result.status === "error" && result.code).toBe("invalid_input");
+              refused++;
+            }
+            expect(refused).toBeGreaterThan(0);
+            expect(probe.calls.get(tool.id) ?? 0).toBe(0);
+          }),
+        );
 
         const gated = tool.approval === "always" || (typeof tool.approval === "function" && safeApproval(tool, options.validInputs[tool.id]));
         if (gated) {
-          it("does not run without a matching grant", withSetup(async ({ gate, probe }) => {
-            const profile = fullProfile(family);
-            const input = options.validInputs[tool.id];
-            const first = await gate.invoke(tool.id, input, { principal, tenant, profile });
-            expect(first.status).toBe("approval_required");
-            if (first.status !== "approval_required") return;
-            expect(first.preview.summary.length).toBeGreaterThan(0);
-            const grant = await gate.approvals.grant(first.requestId, { approver: "conformance-human" });
-            // The same grant presented by another principal, or with a forged token, is refused.
-            const otherPrincipal = await gate.invoke(tool.id, input, { principal: `${principal}-other`, tenant, profile, approval: grant });
-            expect(otherPrincipal.status).toBe("denied");
-            const forged = await gate.invoke(tool.id, input, { principal, tenant, profile, approval: { ...grant, token: "forged-token-value" } });
-            expect(forged.status).toBe("denied");
-            expect(probe.calls.get(tool.id) ?? 0).toBe(0);
-          }));
+          it(
+            "does not run without a matching grant",
+            withSetup(async ({ gate, probe }) => {
+              const profile = fullProfile(family);
+              const input = options.validInputs[tool.id];
+              const first = await gate.invoke(tool.id, input, { principal, tenant, profile });
+              expect(first.status).toBe("approval_required");
+              if (first.status !== "approval_required") return;
+              expect(first.preview.summary.length).toBeGreaterThan(0);
+              const grant = await gate.approvals.grant(first.requestId, { approver: "conformance-human" });
+              // The same grant presented by another principal, or with a forged token, is refused.
+              const otherPrincipal = await gate.invoke(tool.id, input, { principal: `${principal}-other`, tenant, profile, approval: grant });
+              expect(otherPrincipal.status).toBe("denied");
+              const forged = await gate.invoke(tool.id, input, { principal, tenant, profile, approval: { ...grant, token: "forged-token-value" } });
+              expect(forged.status).toBe("denied");
+              expect(probe.calls.get(tool.id) ?? 0).toBe(0);
+            }),
+          );
         }
 
         const outputHoldsText = schemaHoldsText(jsonSchemaOf(tool.output, "output"));
@@ -229,29 +246,37 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
               expect([tool.input, tool.output].map((schema, i) => schemaHoldsText(jsonSchemaOf(schema, i === 0 ? "input" : "output")))).toEqual([false, false]);
               return;
             }
-            expect(options.plantSecret, `describeToolFamily needs plantSecret: give the suite a way to put a secret where ${tool.id} returns it`).toBeTypeOf("function");
+            expect(options.plantSecret, `describeToolFamily needs plantSecret: give the suite a way to put a secret where ${tool.id} returns it`).toBeTypeOf(
+              "function",
+            );
             const planted = `tgsecret${randomBytes(12).toString("hex")}`;
-            await withSetup(async ({ gate, probe, ctx }) => {
-              const input = await options.plantSecret!(tool.id, planted, ctx);
-              const profile = fullProfile(family);
-              const progress: unknown[] = [];
-              const results = [
-                await invokeApproved(gate, tool.id, input, profile, { onProgress: (e) => progress.push(e) }),
-                await gate.invoke(tool.id, null, { principal, tenant, profile }),
-              ];
-              // The check proves something only if the secret really passed through the gate.
-              if (outputHoldsText) {
-                expect(JSON.stringify(probe.raw.get(tool.id) ?? []), `the planted secret never reached ${tool.id}'s output: plantSecret must put it where the tool returns it`).toContain(planted);
-              } else {
-                expect(JSON.stringify(input), `plantSecret must put the secret in ${tool.id}'s input`).toContain(planted);
-              }
-              const stored = JSON.stringify([await gate.journal.readAudit(), await gate.journal.listOutbox(), await gate.journal.listApprovals()]);
-              for (const secret of [planted, ...(ctx.secrets ?? [])]) {
-                for (const result of results) expect(JSON.stringify(result), `a result of ${tool.id}`).not.toContain(secret);
-                expect(JSON.stringify(progress), `progress of ${tool.id}`).not.toContain(secret);
-                expect(stored, `the journal of ${tool.id}'s call`).not.toContain(secret);
-              }
-            }, [planted])();
+            await withSetup(
+              async ({ gate, probe, ctx }) => {
+                const input = await options.plantSecret!(tool.id, planted, ctx);
+                const profile = fullProfile(family);
+                const progress: unknown[] = [];
+                const results = [
+                  await invokeApproved(gate, tool.id, input, profile, { onProgress: (e) => progress.push(e) }),
+                  await gate.invoke(tool.id, null, { principal, tenant, profile }),
+                ];
+                // The check proves something only if the secret really passed through the gate.
+                if (outputHoldsText) {
+                  expect(
+                    JSON.stringify(probe.raw.get(tool.id) ?? []),
+                    `the planted secret never reached ${tool.id}'s output: plantSecret must put it where the tool returns it`,
+                  ).toContain(planted);
+                } else {
+                  expect(JSON.stringify(input), `plantSecret must put the secret in ${tool.id}'s input`).toContain(planted);
+                }
+                const stored = JSON.stringify([await gate.journal.readAudit(), await gate.journal.listOutbox(), await gate.journal.listApprovals()]);
+                for (const secret of [planted, ...(ctx.secrets ?? [])]) {
+                  for (const result of results) expect(JSON.stringify(result), `a result of ${tool.id}`).not.toContain(secret);
+                  expect(JSON.stringify(progress), `progress of ${tool.id}`).not.toContain(secret);
+                  expect(stored, `the journal of ${tool.id}'s call`).not.toContain(secret);
+                }
+              },
+              [planted],
+            )();
           },
         );
 
@@ -259,28 +284,33 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
         if (skip !== undefined) {
           it.skip(`honours cancellation (skipped: ${skip})`, () => undefined);
         } else {
-          it("honours cancellation: an aborted call does not start, an abort mid-call reaches the body", withSetup(async ({ gate, probe }) => {
-            const profile = fullProfile(family);
-            const before = new AbortController();
-            before.abort();
-            const early = await invokeApproved(gate, tool.id, options.validInputs[tool.id], profile, { signal: before.signal });
-            expect(early.status).toBe("error");
-            expect(early.status === "error" && early.code).toBe("cancelled");
-            expect(probe.calls.get(tool.id) ?? 0).toBe(0);
+          it(
+            "honours cancellation: an aborted call does not start, an abort mid-call reaches the body",
+            withSetup(async ({ gate, probe }) => {
+              const profile = fullProfile(family);
+              const before = new AbortController();
+              before.abort();
+              const early = await invokeApproved(gate, tool.id, options.validInputs[tool.id], profile, { signal: before.signal });
+              expect(early.status).toBe("error");
+              expect(early.status === "error" && early.code).toBe("cancelled");
+              expect(probe.calls.get(tool.id) ?? 0).toBe(0);
 
-            const during = new AbortController();
-            probe.onStart = (id) => {
-              if (id === tool.id) during.abort(new Error("conformance abort"));
-            };
-            const late = await invokeApproved(gate, tool.id, options.validInputs[tool.id], profile, { signal: during.signal });
-            probe.onStart = undefined;
-            expect(probe.calls.get(tool.id) ?? 0).toBe(1);
-            expect(probe.signals.get(tool.id)?.[0]?.aborted).toBe(true);
-            // Aborted while it started, the call is cancelled — whether or not the body looked.
-            expect(late.status).toBe("error");
-            expect(late.status === "error" && late.code).toBe("cancelled");
-            expect(late.status === "error" && late.boundary).toBe(tool.effect === "none" || tool.effect === "read" ? "effect_failed" : "effect_state_unknown");
-          }));
+              const during = new AbortController();
+              probe.onStart = (id) => {
+                if (id === tool.id) during.abort(new Error("conformance abort"));
+              };
+              const late = await invokeApproved(gate, tool.id, options.validInputs[tool.id], profile, { signal: during.signal });
+              probe.onStart = undefined;
+              expect(probe.calls.get(tool.id) ?? 0).toBe(1);
+              expect(probe.signals.get(tool.id)?.[0]?.aborted).toBe(true);
+              // Aborted while it started, the call is cancelled — whether or not the body looked.
+              expect(late.status).toBe("error");
+              expect(late.status === "error" && late.code).toBe("cancelled");
+              expect(late.status === "error" && late.boundary).toBe(
+                tool.effect === "none" || tool.effect === "read" ? "effect_failed" : "effect_state_unknown",
+              );
+            }),
+          );
         }
       });
     }

@@ -11,9 +11,22 @@ describe("google emulator: Calendar v3 through @googleapis/calendar", () => {
         timeZone: "America/New_York",
         calendars: [{ id: "team@group.calendar.emulator.test", summary: "Team", timeZone: "Europe/Berlin", accessRole: "reader" }],
         events: [
-          { id: "stand00001", summary: "Standup", start: { dateTime: "2025-03-07T09:00:00", timeZone: "America/New_York" }, end: { dateTime: "2025-03-07T09:15:00", timeZone: "America/New_York" }, recurrence: ["RRULE:FREQ=DAILY;COUNT=5"] },
+          {
+            id: "stand00001",
+            summary: "Standup",
+            start: { dateTime: "2025-03-07T09:00:00", timeZone: "America/New_York" },
+            end: { dateTime: "2025-03-07T09:15:00", timeZone: "America/New_York" },
+            recurrence: ["RRULE:FREQ=DAILY;COUNT=5"],
+          },
           { id: "holid00001", summary: "Holiday", start: { date: "2025-03-10" }, end: { date: "2025-03-11" }, transparency: "transparent" },
-          { id: "revue00001", summary: "Design review", description: "Bring the plan", start: { dateTime: "2025-03-10T14:00:00-04:00" }, end: { dateTime: "2025-03-10T15:00:00-04:00" }, attendees: [{ email: "ana@example.test" }] },
+          {
+            id: "revue00001",
+            summary: "Design review",
+            description: "Bring the plan",
+            start: { dateTime: "2025-03-10T14:00:00-04:00" },
+            end: { dateTime: "2025-03-10T15:00:00-04:00" },
+            attendees: [{ email: "ana@example.test" }],
+          },
         ],
       },
     });
@@ -31,11 +44,21 @@ describe("google emulator: Calendar v3 through @googleapis/calendar", () => {
 
   it("lists events in a window, expands recurrences across a DST change, searches and pages", async () => {
     const { cal } = await connect(emulator, [SCOPE.calendarReadonly]);
-    const window = { calendarId: "primary", timeMin: "2025-03-08T00:00:00-05:00", timeMax: "2025-03-11T00:00:00-04:00", singleEvents: true, orderBy: "startTime" };
+    const window = {
+      calendarId: "primary",
+      timeMin: "2025-03-08T00:00:00-05:00",
+      timeMax: "2025-03-11T00:00:00-04:00",
+      singleEvents: true,
+      orderBy: "startTime",
+    };
     const events = (await cal.events.list(window)).data.items ?? [];
     expect(events.map((e) => e.summary)).toEqual(["Standup", "Standup", "Holiday", "Standup", "Design review"]);
     // 9:00 local on each side of the 2025-03-09 change: -05:00 then -04:00.
-    expect(events.filter((e) => e.summary === "Standup").map((e) => e.start?.dateTime)).toEqual(["2025-03-08T09:00:00-05:00", "2025-03-09T09:00:00-04:00", "2025-03-10T09:00:00-04:00"]);
+    expect(events.filter((e) => e.summary === "Standup").map((e) => e.start?.dateTime)).toEqual([
+      "2025-03-08T09:00:00-05:00",
+      "2025-03-09T09:00:00-04:00",
+      "2025-03-10T09:00:00-04:00",
+    ]);
     expect(events[0]?.recurringEventId).toBe("stand00001");
     expect((await cal.events.list({ ...window, q: "plan" })).data.items?.map((e) => e.id)).toEqual(["revue00001"]);
     const page = await cal.events.list({ ...window, maxResults: 2 });
@@ -48,7 +71,12 @@ describe("google emulator: Calendar v3 through @googleapis/calendar", () => {
 
   it("inserts honouring a client-supplied id (a second insert with it is 409), gets, patches and deletes", async () => {
     const { cal } = await connect(emulator, [SCOPE.calendarEvents]);
-    const body = { id: "abcdefv0123", summary: "Lunch", start: { dateTime: "2025-03-12T12:00:00", timeZone: "Europe/Paris" }, end: { dateTime: "2025-03-12T13:00:00", timeZone: "Europe/Paris" } };
+    const body = {
+      id: "abcdefv0123",
+      summary: "Lunch",
+      start: { dateTime: "2025-03-12T12:00:00", timeZone: "Europe/Paris" },
+      end: { dateTime: "2025-03-12T13:00:00", timeZone: "Europe/Paris" },
+    };
     const created = await cal.events.insert({ calendarId: "primary", requestBody: body });
     expect(created.data.id).toBe("abcdefv0123");
     const dup: unknown = await cal.events.insert({ calendarId: "primary", requestBody: body }).catch((e: unknown) => e);
@@ -57,11 +85,16 @@ describe("google emulator: Calendar v3 through @googleapis/calendar", () => {
     await expect(cal.events.insert({ calendarId: "primary", requestBody: { ...body, id: "wxyz0" } })).rejects.toSatisfy((e) => statusOf(e) === 400);
     await expect(cal.events.insert({ calendarId: "primary", requestBody: { summary: "x", start: body.start } })).rejects.toSatisfy((e) => statusOf(e) === 400);
     const etag = created.data.etag ?? "";
-    const patched = await cal.events.patch({ calendarId: "primary", eventId: "abcdefv0123", requestBody: { summary: "Long lunch", end: { dateTime: "2025-03-12T14:00:00" } } }, { headers: { "If-Match": etag } });
+    const patched = await cal.events.patch(
+      { calendarId: "primary", eventId: "abcdefv0123", requestBody: { summary: "Long lunch", end: { dateTime: "2025-03-12T14:00:00" } } },
+      { headers: { "If-Match": etag } },
+    );
     expect(patched.data.summary).toBe("Long lunch");
     expect(patched.data.end).toEqual({ dateTime: "2025-03-12T14:00:00", timeZone: "Europe/Paris" });
     expect(patched.data.sequence).toBe(1);
-    await expect(cal.events.patch({ calendarId: "primary", eventId: "abcdefv0123", requestBody: { summary: "stale" } }, { headers: { "If-Match": etag } })).rejects.toSatisfy((e) => statusOf(e) === 412);
+    await expect(
+      cal.events.patch({ calendarId: "primary", eventId: "abcdefv0123", requestBody: { summary: "stale" } }, { headers: { "If-Match": etag } }),
+    ).rejects.toSatisfy((e) => statusOf(e) === 412);
     expect((await cal.events.get({ calendarId: "primary", eventId: "abcdefv0123" })).data.summary).toBe("Long lunch");
     await cal.events.delete({ calendarId: "primary", eventId: "abcdefv0123" });
     await expect(cal.events.delete({ calendarId: "primary", eventId: "abcdefv0123" })).rejects.toSatisfy((e) => statusOf(e) === 410);
@@ -81,7 +114,9 @@ describe("google emulator: Calendar v3 through @googleapis/calendar", () => {
 
   it("answers freebusy with merged busy spans, skipping transparent events and naming unknown calendars", async () => {
     const { cal } = await connect(emulator, [SCOPE.calendarReadonly]);
-    const res = await cal.freebusy.query({ requestBody: { timeMin: "2025-03-10T00:00:00-04:00", timeMax: "2025-03-11T00:00:00-04:00", items: [{ id: "primary" }, { id: "nobody@example.test" }] } });
+    const res = await cal.freebusy.query({
+      requestBody: { timeMin: "2025-03-10T00:00:00-04:00", timeMax: "2025-03-11T00:00:00-04:00", items: [{ id: "primary" }, { id: "nobody@example.test" }] },
+    });
     expect(res.data.calendars?.["primary"]?.busy).toEqual([
       { start: "2025-03-10T13:00:00Z", end: "2025-03-10T13:15:00Z" },
       { start: "2025-03-10T18:00:00Z", end: "2025-03-10T19:00:00Z" },
@@ -91,7 +126,12 @@ describe("google emulator: Calendar v3 through @googleapis/calendar", () => {
 
   it("records notifications only when sendUpdates asks for them", async () => {
     const { cal } = await connect(emulator, [SCOPE.calendarEvents]);
-    const body = { summary: "Sync", attendees: [{ email: "ana@example.test" }], start: { dateTime: "2025-03-12T10:00:00Z" }, end: { dateTime: "2025-03-12T10:30:00Z" } };
+    const body = {
+      summary: "Sync",
+      attendees: [{ email: "ana@example.test" }],
+      start: { dateTime: "2025-03-12T10:00:00Z" },
+      end: { dateTime: "2025-03-12T10:30:00Z" },
+    };
     await cal.events.insert({ calendarId: "primary", requestBody: body });
     expect(emulator.calendar.notifications).toHaveLength(0);
     await cal.events.insert({ calendarId: "primary", sendUpdates: "all", requestBody: body });

@@ -11,8 +11,25 @@ describe("google emulator: Gmail v1 through @googleapis/gmail", () => {
         labels: [{ id: "Label_9", name: "Receipts" }],
         messages: [
           { id: "m1", threadId: "t1", from: "Ana <ana@example.test>", subject: "Quarterly plan", body: "Draft of the plan.", date: "2025-03-01T10:00:00Z" },
-          { id: "m2", threadId: "t1", from: "owner@example.test", to: "ana@example.test", subject: "Re: Quarterly plan", body: "Looks good.", date: "2025-03-02T10:00:00Z", labelIds: ["SENT"] },
-          { id: "m3", from: "shop@example.test", subject: "Your receipt", body: "Total: 12.00", date: "2025-03-05T10:00:00Z", labelIds: ["INBOX", "Label_9"], attachments: [{ filename: "r.pdf", mimeType: "application/pdf", content: "%PDF" }] },
+          {
+            id: "m2",
+            threadId: "t1",
+            from: "owner@example.test",
+            to: "ana@example.test",
+            subject: "Re: Quarterly plan",
+            body: "Looks good.",
+            date: "2025-03-02T10:00:00Z",
+            labelIds: ["SENT"],
+          },
+          {
+            id: "m3",
+            from: "shop@example.test",
+            subject: "Your receipt",
+            body: "Total: 12.00",
+            date: "2025-03-05T10:00:00Z",
+            labelIds: ["INBOX", "Label_9"],
+            attachments: [{ filename: "r.pdf", mimeType: "application/pdf", content: "%PDF" }],
+          },
           { id: "m4", from: "spam@example.test", subject: "Win", body: "prize", date: "2025-03-06T10:00:00Z", labelIds: ["TRASH"] },
           { id: "m5", from: "Zoë <zoe@example.test>", subject: "Café ☕", body: "Grüße", html: "<p>Grüße</p>", date: "2025-03-07T10:00:00Z" },
         ],
@@ -67,19 +84,32 @@ describe("google emulator: Gmail v1 through @googleapis/gmail", () => {
     const { mail } = await connect(emulator, [SCOPE.gmailSend]);
     const sent = await mail.users.messages.send({
       userId: "me",
-      requestBody: { raw: rawMessage({ To: "Ana <ana@example.test>", Cc: "bo@example.test", Bcc: "cy@example.test", Subject: "=?UTF-8?B?w4lsYW4=?=" }, "Hello there") },
+      requestBody: {
+        raw: rawMessage({ To: "Ana <ana@example.test>", Cc: "bo@example.test", Bcc: "cy@example.test", Subject: "=?UTF-8?B?w4lsYW4=?=" }, "Hello there"),
+      },
     });
     expect(sent.data.labelIds).toEqual(["SENT"]);
     expect(emulator.gmail.sent).toHaveLength(1);
-    expect(emulator.gmail.sent[0]).toMatchObject({ to: ["ana@example.test"], cc: ["bo@example.test"], bcc: ["cy@example.test"], subject: "Élan", text: "Hello there" });
-    await expect(mail.users.messages.send({ userId: "me", requestBody: { raw: rawMessage({ Subject: "nobody" }, "x") } })).rejects.toSatisfy((e) => statusOf(e) === 400);
+    expect(emulator.gmail.sent[0]).toMatchObject({
+      to: ["ana@example.test"],
+      cc: ["bo@example.test"],
+      bcc: ["cy@example.test"],
+      subject: "Élan",
+      text: "Hello there",
+    });
+    await expect(mail.users.messages.send({ userId: "me", requestBody: { raw: rawMessage({ Subject: "nobody" }, "x") } })).rejects.toSatisfy(
+      (e) => statusOf(e) === 400,
+    );
     await expect(mail.users.messages.send({ userId: "me", requestBody: {} })).rejects.toSatisfy((e) => statusOf(e) === 400);
     expect(emulator.gmail.sent).toHaveLength(1);
   });
 
   it("creates, lists, gets and sends drafts", async () => {
     const { mail } = await connect(emulator, [SCOPE.gmailCompose]);
-    const draft = await mail.users.drafts.create({ userId: "me", requestBody: { message: { raw: rawMessage({ To: "ana@example.test", Subject: "Draft" }, "Not yet") } } });
+    const draft = await mail.users.drafts.create({
+      userId: "me",
+      requestBody: { message: { raw: rawMessage({ To: "ana@example.test", Subject: "Draft" }, "Not yet") } },
+    });
     const id = draft.data.id ?? "";
     expect((await mail.users.drafts.list({ userId: "me" })).data.drafts?.map((d) => d.id)).toEqual([id]);
     const got = await mail.users.drafts.get({ userId: "me", id, format: "full" });
@@ -100,9 +130,15 @@ describe("google emulator: Gmail v1 through @googleapis/gmail", () => {
     const created = await mail.users.labels.create({ userId: "me", requestBody: { name: "Follow up" } });
     expect(created.data.id).toMatch(/^Label_/);
     await expect(mail.users.labels.create({ userId: "me", requestBody: { name: "follow-up" } })).rejects.toSatisfy((e) => statusOf(e) === 409);
-    const modified = await mail.users.messages.modify({ userId: "me", id: "m1", requestBody: { addLabelIds: [created.data.id ?? ""], removeLabelIds: ["UNREAD"] } });
+    const modified = await mail.users.messages.modify({
+      userId: "me",
+      id: "m1",
+      requestBody: { addLabelIds: [created.data.id ?? ""], removeLabelIds: ["UNREAD"] },
+    });
     expect(modified.data.labelIds?.sort()).toEqual(["INBOX", created.data.id].sort());
-    await expect(mail.users.messages.modify({ userId: "me", id: "m1", requestBody: { addLabelIds: ["Label_404"] } })).rejects.toSatisfy((e) => statusOf(e) === 400);
+    await expect(mail.users.messages.modify({ userId: "me", id: "m1", requestBody: { addLabelIds: ["Label_404"] } })).rejects.toSatisfy(
+      (e) => statusOf(e) === 400,
+    );
     const trashed = await mail.users.messages.trash({ userId: "me", id: "m1" });
     expect(trashed.data.labelIds).toContain("TRASH");
     expect(emulator.gmail.labelIdsOf("m1")).not.toContain("INBOX");

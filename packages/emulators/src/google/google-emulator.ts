@@ -165,26 +165,52 @@ export async function startGoogleEmulator(options: StartGoogleEmulatorOptions = 
     // Authentication, then authorization, as Google's front end does.
     const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
     if (!bearer) {
-      return fail(id, new ApiError(401, "required", "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.", {
-        location: "Authorization",
-        locationType: "header",
-        headers: { "www-authenticate": 'Bearer realm="https://accounts.google.com/"' },
-      }));
+      return fail(
+        id,
+        new ApiError(
+          401,
+          "required",
+          "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+          {
+            location: "Authorization",
+            locationType: "header",
+            headers: { "www-authenticate": 'Bearer realm="https://accounts.google.com/"' },
+          },
+        ),
+      );
     }
     const verdict = oauth.verify(bearer);
     if (!verdict.ok) {
-      return fail(id, new ApiError(401, "authError", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.", {
-        location: "Authorization",
-        locationType: "header",
-        headers: { "www-authenticate": 'Bearer realm="https://accounts.google.com/", error="invalid_token"' },
-      }));
+      return fail(
+        id,
+        new ApiError(
+          401,
+          "authError",
+          "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+          {
+            location: "Authorization",
+            locationType: "header",
+            headers: { "www-authenticate": 'Bearer realm="https://accounts.google.com/", error="invalid_token"' },
+          },
+        ),
+      );
     }
     const accepted: readonly string[] = METHOD_SCOPES[id];
     if (!verdict.scopes.some((s) => accepted.includes(s))) {
-      return fail(id, new ApiError(403, "insufficientPermissions", "Request had insufficient authentication scopes.", {
-        headers: { "www-authenticate": `Bearer realm="https://accounts.google.com/", error="insufficient_scope", scope="${accepted.join(" ")}"` },
-        details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "ACCESS_TOKEN_SCOPE_INSUFFICIENT", domain: "googleapis.com", metadata: { method: id, service: id.split(".")[0] + ".googleapis.com" } }],
-      }));
+      return fail(
+        id,
+        new ApiError(403, "insufficientPermissions", "Request had insufficient authentication scopes.", {
+          headers: { "www-authenticate": `Bearer realm="https://accounts.google.com/", error="insufficient_scope", scope="${accepted.join(" ")}"` },
+          details: [
+            {
+              "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+              reason: "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+              domain: "googleapis.com",
+              metadata: { method: id, service: id.split(".")[0] + ".googleapis.com" },
+            },
+          ],
+        }),
+      );
     }
     if (!(await applyPreFaults(id))) return;
 
@@ -216,7 +242,12 @@ export async function startGoogleEmulator(options: StartGoogleEmulatorOptions = 
       const refusal = faults.take(endpoint, ["rate_limit", "server_error"])[0];
       if (refusal?.kind === "rate_limit") {
         const seconds = refusal.retryAfterSeconds ?? 1;
-        fail(endpoint, new ApiError(429, "rateLimitExceeded", "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute per user'.", { headers: { "retry-after": String(seconds) } }));
+        fail(
+          endpoint,
+          new ApiError(429, "rateLimitExceeded", "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute per user'.", {
+            headers: { "retry-after": String(seconds) },
+          }),
+        );
         return false;
       }
       if (refusal?.kind === "server_error") {

@@ -5,7 +5,13 @@ export interface GoogleErrorBody {
   readonly error: {
     readonly code: number;
     readonly message: string;
-    readonly errors: readonly { readonly message: string; readonly domain: string; readonly reason: string; readonly location?: string; readonly locationType?: string }[];
+    readonly errors: readonly {
+      readonly message: string;
+      readonly domain: string;
+      readonly reason: string;
+      readonly location?: string;
+      readonly locationType?: string;
+    }[];
     readonly status: string;
     readonly details?: readonly Record<string, unknown>[];
   };
@@ -57,7 +63,9 @@ export class ApiError extends Error {
       error: {
         code: this.status,
         message: this.message,
-        errors: [{ message: this.message, domain: "global", reason: this.reason, ...(location ? { location } : {}), ...(locationType ? { locationType } : {}) }],
+        errors: [
+          { message: this.message, domain: "global", reason: this.reason, ...(location ? { location } : {}), ...(locationType ? { locationType } : {}) },
+        ],
         status: STATUS_NAMES[this.status] ?? "UNKNOWN",
         ...(details ? { details } : {}),
       },

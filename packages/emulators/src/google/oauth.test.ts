@@ -27,7 +27,12 @@ describe("google emulator: OAuth and access checks", () => {
     await expect(mail.users.labels.list({ userId: "me" })).rejects.toSatisfy((e) => statusOf(e) === 401);
     // A client allowed to refresh on failure gets a new token from the refresh grant and succeeds.
     const { oauth } = await connect(emulator, [SCOPE.gmailReadonly]);
-    const refreshing = new OAuth2Client({ clientId: emulator.client.clientId, clientSecret: emulator.client.clientSecret, endpoints: { oauth2TokenUrl: emulator.tokenUrl }, forceRefreshOnFailure: true });
+    const refreshing = new OAuth2Client({
+      clientId: emulator.client.clientId,
+      clientSecret: emulator.client.clientSecret,
+      endpoints: { oauth2TokenUrl: emulator.tokenUrl },
+      forceRefreshOnFailure: true,
+    });
     refreshing.setCredentials(oauth.credentials);
     now += 3601_000;
     const before = emulator.oauthStats.refreshes;
@@ -56,7 +61,11 @@ describe("google emulator: OAuth and access checks", () => {
   });
 
   it("exchanges a code once, refreshes, and revokes the whole grant", async () => {
-    const oauth = new OAuth2Client({ clientId: emulator.client.clientId, clientSecret: emulator.client.clientSecret, endpoints: { oauth2TokenUrl: emulator.tokenUrl, oauth2RevokeUrl: emulator.revokeUrl } });
+    const oauth = new OAuth2Client({
+      clientId: emulator.client.clientId,
+      clientSecret: emulator.client.clientSecret,
+      endpoints: { oauth2TokenUrl: emulator.tokenUrl, oauth2RevokeUrl: emulator.revokeUrl },
+    });
     const { code } = emulator.authorize({ scopes: [SCOPE.gmailReadonly, SCOPE.calendarReadonly] });
     const { tokens } = await oauth.getToken(code);
     expect(tokens.scope?.split(" ").sort()).toEqual([SCOPE.calendarReadonly, SCOPE.gmailReadonly].sort());
@@ -67,8 +76,18 @@ describe("google emulator: OAuth and access checks", () => {
     expect(refreshed.credentials.access_token).not.toBe(tokens.access_token);
     expect(emulator.oauthStats.refreshes).toBe(1);
     await oauth.revokeToken(tokens.refresh_token!);
-    await expect(new OAuth2Client({ clientId: emulator.client.clientId, clientSecret: emulator.client.clientSecret, endpoints: { oauth2TokenUrl: emulator.tokenUrl } }).refreshAccessToken().catch((e: unknown) => { throw e; })).rejects.toThrow();
-    const again = new OAuth2Client({ clientId: emulator.client.clientId, clientSecret: emulator.client.clientSecret, endpoints: { oauth2TokenUrl: emulator.tokenUrl } });
+    await expect(
+      new OAuth2Client({ clientId: emulator.client.clientId, clientSecret: emulator.client.clientSecret, endpoints: { oauth2TokenUrl: emulator.tokenUrl } })
+        .refreshAccessToken()
+        .catch((e: unknown) => {
+          throw e;
+        }),
+    ).rejects.toThrow();
+    const again = new OAuth2Client({
+      clientId: emulator.client.clientId,
+      clientSecret: emulator.client.clientSecret,
+      endpoints: { oauth2TokenUrl: emulator.tokenUrl },
+    });
     again.setCredentials({ refresh_token: tokens.refresh_token ?? null });
     const refused: unknown = await again.refreshAccessToken().catch((e: unknown) => e);
     expect(statusOf(refused)).toBe(400);

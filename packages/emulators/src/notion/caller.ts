@@ -21,7 +21,10 @@ export function identifyCaller(headers: IncomingHttpHeaders, world: NotionWorld)
     throw new NotionApiError("missing_version", "Notion-Version header failed validation: Notion-Version header should be defined, instead was `undefined`.");
   }
   if (!(NOTION_VERSIONS as readonly string[]).includes(version)) {
-    throw new NotionApiError("validation_error", `Notion-Version header failed validation: ${JSON.stringify(version).slice(0, 40)} is not a supported version.`);
+    throw new NotionApiError(
+      "validation_error",
+      `Notion-Version header failed validation: ${JSON.stringify(version).slice(0, 40)} is not a supported version.`,
+    );
   }
   const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? "")?.[1]?.trim();
   const token = bearer === undefined ? undefined : world.tokens.get(bearer);

@@ -1,11 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type {
-  BlockObjectResponse,
-  DataSourceObjectResponse,
-  PageObjectResponse,
-  PartialUserObjectResponse,
-  RichTextItemResponse,
-} from "@notionhq/client";
+import type { BlockObjectResponse, DataSourceObjectResponse, PageObjectResponse, PartialUserObjectResponse, RichTextItemResponse } from "@notionhq/client";
 import { isRecord } from "../is-record.js";
 import { invalid } from "./errors.js";
 
@@ -203,7 +197,8 @@ export function blockFromRequest(value: unknown, path: string, stamp: BlockStamp
       break;
     case "code": {
       const language = content["language"];
-      if (typeof language !== "string" || language === "") throw invalid(`body failed validation: ${path}.code.language should be defined, instead was \`undefined\`.`);
+      if (typeof language !== "string" || language === "")
+        throw invalid(`body failed validation: ${path}.code.language should be defined, instead was \`undefined\`.`);
       block = {
         ...common,
         type,
@@ -285,7 +280,8 @@ export function propertyFromRequest(name: string, type: PropertyType, id: string
     case "rich_text":
       return { id, type, rich_text: richTextFromRequest(raw, `${path}.rich_text`) };
     case "number":
-      if (raw !== null && (typeof raw !== "number" || !Number.isFinite(raw))) throw invalid(`body failed validation: ${path}.number should be a number or null.`);
+      if (raw !== null && (typeof raw !== "number" || !Number.isFinite(raw)))
+        throw invalid(`body failed validation: ${path}.number should be a number or null.`);
       return { id, type, number: raw };
     case "select":
       return { id, type, select: raw === null ? null : option(raw, `${path}.select`) };

@@ -58,7 +58,9 @@ export class FaultList {
 export function faultError(fault: NotionFault | undefined): NotionApiError | undefined {
   switch (fault?.kind) {
     case "rate_limit":
-      return new NotionApiError("rate_limited", "You have been rate limited. Please try again in a few minutes.", { "retry-after": String(fault.retryAfterSeconds ?? 1) });
+      return new NotionApiError("rate_limited", "You have been rate limited. Please try again in a few minutes.", {
+        "retry-after": String(fault.retryAfterSeconds ?? 1),
+      });
     case "server_error": {
       const status = fault.status ?? 500;
       return status === 500

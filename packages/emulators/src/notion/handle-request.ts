@@ -93,9 +93,14 @@ function matchRoute(routes: readonly NotionRoute[], method: string, path: string
   const route = routes.find((r) => r.method === method && r.pattern.test(path));
   if (!route) {
     const known = routes.some((r) => r.pattern.test(path));
-    throw known ? new NotionApiError("invalid_request", `Unsupported request method: ${method}.`, {}, 405) : new NotionApiError("invalid_request_url", "Invalid request URL.");
+    throw known
+      ? new NotionApiError("invalid_request", `Unsupported request method: ${method}.`, {}, 405)
+      : new NotionApiError("invalid_request_url", "Invalid request URL.");
   }
-  const params = route.pattern.exec(path)!.slice(1).map((p) => decodeURIComponent(p));
+  const params = route.pattern
+    .exec(path)!
+    .slice(1)
+    .map((p) => decodeURIComponent(p));
   for (const param of params) {
     if (normalizeId(param) === undefined) {
       throw invalid(`path failed validation: path.id should be a valid uuid, instead was \`${JSON.stringify(param).slice(0, 80)}\`.`);

@@ -163,14 +163,27 @@ describe("notion emulator: endpoints through @notionhq/client", () => {
     const page = await client(tokens.access_token).pages.retrieve({ page_id: ids.shared });
     expect(page.id).toBe(ids.shared);
     await expect(
-      anonymous.oauth.token({ client_id: "client-1", client_secret: "client-secret-value", grant_type: "authorization_code", code, redirect_uri: "http://127.0.0.1/callback" }),
+      anonymous.oauth.token({
+        client_id: "client-1",
+        client_secret: "client-secret-value",
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: "http://127.0.0.1/callback",
+      }),
     ).rejects.toMatchObject({ status: 400 });
-    const refreshed = await anonymous.oauth.token({ client_id: "client-1", client_secret: "client-secret-value", grant_type: "refresh_token", refresh_token: tokens.refresh_token! });
+    const refreshed = await anonymous.oauth.token({
+      client_id: "client-1",
+      client_secret: "client-secret-value",
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token!,
+    });
     expect(refreshed.access_token).not.toBe(tokens.access_token);
     await expect(
       anonymous.oauth.token({ client_id: "client-1", client_secret: "client-secret-value", grant_type: "refresh_token", refresh_token: tokens.refresh_token! }),
     ).rejects.toMatchObject({ status: 400 });
-    await expect(anonymous.oauth.token({ client_id: "client-1", client_secret: "wrong", grant_type: "refresh_token", refresh_token: "x" })).rejects.toMatchObject({
+    await expect(
+      anonymous.oauth.token({ client_id: "client-1", client_secret: "wrong", grant_type: "refresh_token", refresh_token: "x" }),
+    ).rejects.toMatchObject({
       status: 401,
     });
   });
@@ -253,7 +266,12 @@ describe("notion emulator: endpoints through @notionhq/client", () => {
     expect(open.results.map((p) => (p as PageObjectResponse).properties["Priority"])).toMatchObject([{ number: 3 }, { number: 2 }]);
     const compound = await notion.dataSources.query({
       data_source_id: ids.dataSourceId,
-      filter: { or: [{ property: "Priority", number: { less_than: 2 } }, { property: "Name", title: { equals: "c" } }] },
+      filter: {
+        or: [
+          { property: "Priority", number: { less_than: 2 } },
+          { property: "Name", title: { equals: "c" } },
+        ],
+      },
     });
     expect(compound.results).toHaveLength(2);
     const database = await notion.databases.retrieve({ database_id: ids.databaseId });

@@ -2,12 +2,7 @@
  * The Notion emulator's data model: what a test seeds (integrations, databases, pages) and the
  * records the world stores, each holding an object in the shape `@notionhq/client` answers with.
  */
-import type {
-  BlockObjectResponse,
-  DataSourceObjectResponse,
-  DatabaseObjectResponse,
-  PageObjectResponse,
-} from "@notionhq/client";
+import type { BlockObjectResponse, DataSourceObjectResponse, DatabaseObjectResponse, PageObjectResponse } from "@notionhq/client";
 import type { PropertySpec } from "./convert.js";
 
 /** What an integration may do, as Notion's integration settings name its capabilities. */

@@ -147,12 +147,23 @@ export class NotionWorld {
   // ---------- writes ----------
 
   /** Create a page under a page or a data source; properties and children in request shape. */
-  createPage(by: PartialUserObjectResponse, parent: NewPageParent, properties: Readonly<Record<string, unknown>>, children: readonly unknown[], id?: string): PageObjectResponse {
+  createPage(
+    by: PartialUserObjectResponse,
+    parent: NewPageParent,
+    properties: Readonly<Record<string, unknown>>,
+    children: readonly unknown[],
+    id?: string,
+  ): PageObjectResponse {
     return createPage(this, by, parent, properties, children, id);
   }
 
   /** Update a page's properties and trash state; refuses property edits to a page in the trash. */
-  updatePage(stored: StoredPage, by: PartialUserObjectResponse, properties: Readonly<Record<string, unknown>> | undefined, inTrash: boolean | undefined): PageObjectResponse {
+  updatePage(
+    stored: StoredPage,
+    by: PartialUserObjectResponse,
+    properties: Readonly<Record<string, unknown>> | undefined,
+    inTrash: boolean | undefined,
+  ): PageObjectResponse {
     return updatePage(this, stored, by, properties, inTrash);
   }
 

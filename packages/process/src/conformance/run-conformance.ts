@@ -129,20 +129,33 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     const reg = (await client.next((m) => m.type === "ToolRegister", startMs)) as ToolRegister | undefined;
     const first = reg?.tools[0];
     if (!reg || !first) {
-      record("handshake", false, reg ? "ToolRegister declared no tools" : `no ToolRegister within ${startMs} ms${client.running ? "" : " (the process exited)"}`);
+      record(
+        "handshake",
+        false,
+        reg ? "ToolRegister declared no tools" : `no ToolRegister within ${startMs} ms${client.running ? "" : " (the process exited)"}`,
+      );
       for (const name of CONFORMANCE_CHECKS.slice(1)) record(name, false, "not run: no handshake");
       return summary(checks);
     }
     const badNames = reg.tools.filter((t) => !/^[a-z][a-z0-9_]*$/.test(t.name)).map((t) => t.name);
-    record("handshake", badNames.length === 0, `${reg.tools.length} tool(s): ${reg.tools.map((t) => t.name).join(", ")}${badNames.length ? `; names must be lower-case words: ${badNames.join(", ")}` : ""}`);
+    record(
+      "handshake",
+      badNames.length === 0,
+      `${reg.tools.length} tool(s): ${reg.tools.map((t) => t.name).join(", ")}${badNames.length ? `; names must be lower-case words: ${badNames.join(", ")}` : ""}`,
+    );
 
-    const inputFor = (tool: DeclaredTool): unknown => (options.inputs && Object.hasOwn(options.inputs, tool.name) ? options.inputs[tool.name] : sample(tool.input_schema));
+    const inputFor = (tool: DeclaredTool): unknown =>
+      options.inputs && Object.hasOwn(options.inputs, tool.name) ? options.inputs[tool.name] : sample(tool.input_schema);
     const target = reg.tools.find((t) => options.inputs && Object.hasOwn(options.inputs, t.name)) ?? first;
     const goodInput = inputFor(target);
 
     {
       const answer = await client.terminal(invoke(target.name, goodInput), timeoutMs);
-      record("invocation", answer?.type === "ToolResult", `${target.name} answered ${describeFrame(answer)}${answer?.type === "ToolResult" ? "" : "; pass a valid input with --input"}`);
+      record(
+        "invocation",
+        answer?.type === "ToolResult",
+        `${target.name} answered ${describeFrame(answer)}${answer?.type === "ToolResult" ? "" : "; pass a valid input with --input"}`,
+      );
     }
     {
       const answer = await client.terminal(invoke("toolgate_conformance_no_such_tool", {}), timeoutMs);
@@ -164,7 +177,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       const answer = await client.terminal(callId, timeoutMs);
       const cancelled = answer?.type === "ToolError" && answer.code === "cancelled";
       if (options.slow) record("cancellation", cancelled, `${tool} answered ${describeFrame(answer)} to CancelInvocation`);
-      else record("cancellation", answer !== undefined, `${tool} answered ${describeFrame(answer)}${cancelled ? "" : " (it finished first; name a slow tool with --slow to require cancelled)"}`);
+      else
+        record(
+          "cancellation",
+          answer !== undefined,
+          `${tool} answered ${describeFrame(answer)}${cancelled ? "" : " (it finished first; name a slow tool with --slow to require cancelled)"}`,
+        );
     }
     {
       client.send({ type: "ToolgateConformanceUnknownFrame", call_id: "conf-unknown", payload: { note: "a frame type from the future" } });

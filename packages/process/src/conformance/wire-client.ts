@@ -101,7 +101,8 @@ export class WireClient {
     const message = read.message;
     if ("call_id" in message) {
       if (!this.sent.has(message.call_id)) this.violations.push(`${message.type} for call_id ${JSON.stringify(message.call_id)}, which was never sent`);
-      else if (this.finished.has(message.call_id)) this.violations.push(`${message.type} for call_id ${JSON.stringify(message.call_id)} after its terminal frame`);
+      else if (this.finished.has(message.call_id))
+        this.violations.push(`${message.type} for call_id ${JSON.stringify(message.call_id)} after its terminal frame`);
       if (TERMINAL.has(message.type)) this.finished.add(message.call_id);
     }
     this.inbox.push(message);

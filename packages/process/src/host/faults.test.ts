@@ -26,7 +26,10 @@ describe("a misbehaving process never takes the host down", () => {
     expect(result).toMatchObject({ status: "error", code: "tool_process_dead", boundary: "effect_state_unknown" });
     expect((result as { message: string }).message).toBe("fx.echo: tool process exited with code 3");
     expect(await waitGone(pid)).toBe(true);
-    const status = await eventually(() => handle.status(), (s) => s.state === "ready" && s.restarts === 1);
+    const status = await eventually(
+      () => handle.status(),
+      (s) => s.state === "ready" && s.restarts === 1,
+    );
     expect(status.pid).not.toBe(pid);
     expect(logs.map((l) => l.message)).toContain("tool process ended (tool process exited with code 3); restart 1 of 2 in 10 ms");
   });
@@ -35,9 +38,15 @@ describe("a misbehaving process never takes the host down", () => {
     const { handle } = await fixture("crash-mid-call", { restart: { maxRestarts: 1, backoffMs: 10 } });
     const { gate, call } = gateOver(handle);
     await gate.invoke("fx.echo", { text: "1" }, call);
-    await eventually(() => handle.status().state, (s) => s === "ready");
+    await eventually(
+      () => handle.status().state,
+      (s) => s === "ready",
+    );
     await gate.invoke("fx.echo", { text: "2" }, call);
-    const status = await eventually(() => handle.status(), (s) => s.state === "dead");
+    const status = await eventually(
+      () => handle.status(),
+      (s) => s.state === "dead",
+    );
     expect(status).toMatchObject({ state: "dead", restarts: 1, pid: undefined, lastError: "tool process exited with code 3" });
     const after = await gate.invoke("fx.echo", { text: "3" }, call);
     expect(after).toMatchObject({ status: "error", code: "tool_process_dead", boundary: "effect_not_started" });
@@ -50,7 +59,12 @@ describe("a misbehaving process never takes the host down", () => {
     const result = await gate.invoke("fx.echo", { text: "never answered" }, call);
     expect(result).toMatchObject({ status: "error", code: "timeout", boundary: "effect_state_unknown" });
     expect(await waitGone(pid)).toBe(true);
-    expect(await eventually(() => handle.status().lastError, (e) => e !== undefined)).toMatch(/did not stop call c0 within 200 ms of CancelInvocation, so it was killed/);
+    expect(
+      await eventually(
+        () => handle.status().lastError,
+        (e) => e !== undefined,
+      ),
+    ).toMatch(/did not stop call c0 within 200 ms of CancelInvocation, so it was killed/);
   });
 
   it("garbage bytes on stdout: protocol_error, process killed", async () => {
@@ -59,7 +73,9 @@ describe("a misbehaving process never takes the host down", () => {
     const pid = handle.status().pid!;
     const result = await gate.invoke("fx.echo", { text: "x" }, call);
     expect(result).toMatchObject({ status: "error", code: "protocol_error" });
-    expect((result as { message: string }).message).toMatch(/^fx.echo: tool process broke the framing: frame header announces \d+ bytes; the limit is 16777216 bytes$/);
+    expect((result as { message: string }).message).toMatch(
+      /^fx.echo: tool process broke the framing: frame header announces \d+ bytes; the limit is 16777216 bytes$/,
+    );
     expect(await waitGone(pid)).toBe(true);
   });
 
@@ -84,12 +100,20 @@ describe("a misbehaving process never takes the host down", () => {
     const { gate, call } = gateOver(handle);
     const result = await gate.invoke("fx.echo", { text: "x" }, call);
     expect(result.status).toBe("ok");
-    expect(await eventually(() => handle.status().lastError, (e) => e !== undefined)).toBe('tool process sent ToolEvent for unknown call_id "c0"');
+    expect(
+      await eventually(
+        () => handle.status().lastError,
+        (e) => e !== undefined,
+      ),
+    ).toBe('tool process sent ToolEvent for unknown call_id "c0"');
   });
 
   it("a second ToolRegister is a protocol error", async () => {
     const { handle } = await fixture("double-register");
-    const status = await eventually(() => handle.status(), (s) => s.state === "dead");
+    const status = await eventually(
+      () => handle.status(),
+      (s) => s.state === "dead",
+    );
     expect(status.lastError).toBe("tool process sent a second ToolRegister");
   });
 
@@ -99,7 +123,10 @@ describe("a misbehaving process never takes the host down", () => {
     const result = await gate.invoke("fx.echo", { text: "after the flood" }, call);
     expect(result.status).toBe("ok");
     // stderr is its own pipe: its bytes may trail the result
-    const tail = await eventually(() => handle.stderrTail(), (t) => /e{4000}$/.test(t));
+    const tail = await eventually(
+      () => handle.stderrTail(),
+      (t) => /e{4000}$/.test(t),
+    );
     expect(tail.length).toBeLessThanOrEqual(4096);
     expect(tail).toMatch(/e{4000}$/);
     expect(handle.status()).toMatchObject({ state: "ready", restarts: 0 });

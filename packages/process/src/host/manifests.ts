@@ -1,4 +1,19 @@
-import { canonicalJson, defineFamily, defineTool, hashCanonical, isSideEffectful, RISK_LEVELS, TOOL_ID_MAX_LENGTH, TOOL_ID_PATTERN, ToolError, type AnyToolManifest, type ApprovalPreview, type RuntimeIsolation, type ToolContext, type ToolFamily } from "@toolgate/core";
+import {
+  canonicalJson,
+  defineFamily,
+  defineTool,
+  hashCanonical,
+  isSideEffectful,
+  RISK_LEVELS,
+  TOOL_ID_MAX_LENGTH,
+  TOOL_ID_PATTERN,
+  ToolError,
+  type AnyToolManifest,
+  type ApprovalPreview,
+  type RuntimeIsolation,
+  type ToolContext,
+  type ToolFamily,
+} from "@toolgate/core";
 import { z } from "zod";
 import { VERIFICATION_STATES, type DeclaredTool, type ToolRegister } from "../protocol/messages.js";
 import type { CallOutcome } from "./session.js";
@@ -64,7 +79,8 @@ function isolationOf(options: StartToolProcessOptions): RuntimeIsolation {
 
 function defaultPreview(toolId: string, input: unknown, escalation: string | undefined): ApprovalPreview {
   let body = canonicalJson(input ?? null);
-  if (body.length > MAX_PREVIEW_INPUT_CHARS) body = `${body.slice(0, MAX_PREVIEW_INPUT_CHARS)}\n[… input truncated for the preview; ${body.length} characters in all]`;
+  if (body.length > MAX_PREVIEW_INPUT_CHARS)
+    body = `${body.slice(0, MAX_PREVIEW_INPUT_CHARS)}\n[… input truncated for the preview; ${body.length} characters in all]`;
   return {
     summary: escalation ? `${toolId} asks for escalation: ${escalation}` : `Run ${toolId} with the input below`,
     details: { tool: toolId, ...(escalation ? { escalation } : {}) },
@@ -124,7 +140,11 @@ function admitted(options: StartToolProcessOptions, registration: ToolRegister):
       );
     }
     if (override === undefined && ceiling === undefined) {
-      warn(options, `tool ${tool.name} registered with its self-declared scope ${JSON.stringify(declared)}, unchecked: set expectedScopes.${tool.name} to pin a ceiling`, tool.name);
+      warn(
+        options,
+        `tool ${tool.name} registered with its self-declared scope ${JSON.stringify(declared)}, unchecked: set expectedScopes.${tool.name} to pin a ceiling`,
+        tool.name,
+      );
     }
     out.push({ tool, scope });
   }

@@ -40,7 +40,14 @@ function tempDir(prefix: string): string {
 
 /** The probe tool process, started by the host (inside `sandbox`, when given), and a way to call its tools through the gate. */
 async function startProbe(sandbox: SandboxOption | undefined, cwd?: string) {
-  const handle = await startToolProcess({ name: "probe", command: NODE, args: [PROBE_TOOL], ...(sandbox ? { sandbox } : {}), ...(cwd ? { cwd } : {}), onLog: () => undefined });
+  const handle = await startToolProcess({
+    name: "probe",
+    command: NODE,
+    args: [PROBE_TOOL],
+    ...(sandbox ? { sandbox } : {}),
+    ...(cwd ? { cwd } : {}),
+    onLog: () => undefined,
+  });
   handles.push(handle);
   const { gate, call } = gateOver(handle);
   const run = async (tool: string, input: object): Promise<unknown> => {
@@ -53,7 +60,10 @@ async function startProbe(sandbox: SandboxOption | undefined, cwd?: string) {
 
 /** TCP listeners on 127.0.0.1 and on each of the host's other IPv4 addresses, and a DNS server on 127.0.0.1 that answers every A query with 192.0.2.7; each counts who reached it. */
 async function hostNetwork() {
-  const addresses = ["127.0.0.1", ...Object.values(networkInterfaces()).flatMap((list) => (list ?? []).filter((a) => a.family === "IPv4" && !a.internal).map((a) => a.address))];
+  const addresses = [
+    "127.0.0.1",
+    ...Object.values(networkInterfaces()).flatMap((list) => (list ?? []).filter((a) => a.family === "IPv4" && !a.internal).map((a) => a.address)),
+  ];
   let connections = 0;
   const listeners = await Promise.all(
     addresses.map(async (host) => {
@@ -139,11 +149,15 @@ describe("a sandbox whose wrapper is not installed refuses to start, with a type
 
 for (const box of SANDBOXES) {
   const installed = findOrUndefined(box.program) !== undefined;
-  const reason = installed || UNDER_CI ? "" : ` (skipped: ${box.program} is not on PATH; install ${box.debianPackage} to run these, and under CI they fail instead)`;
+  const reason =
+    installed || UNDER_CI ? "" : ` (skipped: ${box.program} is not on PATH; install ${box.debianPackage} to run these, and under CI they fail instead)`;
 
   describe.skipIf(!installed && !UNDER_CI)(`sandbox: ${box.kind}${reason}`, () => {
     it(`${box.program} is on PATH (CI installs ${box.debianPackage})`, () => {
-      expect(findOrUndefined(box.program), `${box.program} was not found on PATH: the ${box.kind} sandbox cannot be tested; install the ${box.debianPackage} package`).toBeDefined();
+      expect(
+        findOrUndefined(box.program),
+        `${box.program} was not found on PATH: the ${box.kind} sandbox cannot be tested; install the ${box.debianPackage} package`,
+      ).toBeDefined();
     });
 
     it("no network: the tool reaches no listener of the host's and no DNS server, which it does without the sandbox", async () => {

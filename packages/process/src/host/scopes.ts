@@ -6,9 +6,7 @@ import { SHARED_BOUNDARY_TOKENS, ToolError } from "@toolgate/core";
  * `<process name>:<verb>` in core's `area:verb` shape, or a shared boundary token, as core
  * requires of every family.
  */
-export type ScopeTokenMapping =
-  | Readonly<Record<string, readonly string[]>>
-  | ((scope: string | null, toolName: string) => readonly string[]);
+export type ScopeTokenMapping = Readonly<Record<string, readonly string[]>> | ((scope: string | null, toolName: string) => readonly string[]);
 
 /**
  * Scopes are narrowed by adding segments: `fs` ⊇ `fs:read` ⊇ `fs:read:docs` (separators `:`, `/`
@@ -57,7 +55,10 @@ export function tokensFor(processName: string, toolName: string, scope: string |
   for (const token of tokens) {
     const shared = (SHARED_BOUNDARY_TOKENS as readonly string[]).includes(token);
     if (typeof token !== "string" || !TOKEN_PATTERN.test(token) || (!shared && !token.startsWith(`${processName}:`))) {
-      throw new ToolError("config_invalid", `token ${JSON.stringify(token)} for tool ${toolName} must be "${processName}:<verb>" (${TOKEN_PATTERN}) or a shared boundary token`);
+      throw new ToolError(
+        "config_invalid",
+        `token ${JSON.stringify(token)} for tool ${toolName} must be "${processName}:<verb>" (${TOKEN_PATTERN}) or a shared boundary token`,
+      );
     }
   }
   return [...new Set(tokens)];

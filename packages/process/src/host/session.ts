@@ -165,11 +165,25 @@ export class ProcessSession {
   }
 
   /** Start one call. Resolves with the tool's terminal frame; rejects when the process dies or breaks the protocol. */
-  call(callId: string, toolName: string, input: unknown, turnId: string, escalationApproved: boolean, onEvent: (event: ToolEventBody) => void): Promise<CallOutcome> {
+  call(
+    callId: string,
+    toolName: string,
+    input: unknown,
+    turnId: string,
+    escalationApproved: boolean,
+    onEvent: (event: ToolEventBody) => void,
+  ): Promise<CallOutcome> {
     return new Promise<CallOutcome>((resolve, reject) => {
       if (this.failure) return reject(this.failure);
       this.pending.set(callId, { onEvent, resolve, reject });
-      this.send({ type: "InvokeTool", call_id: callId, tool_name: toolName, input, turn_id: turnId, ...(escalationApproved ? { escalation_approved: true } : {}) });
+      this.send({
+        type: "InvokeTool",
+        call_id: callId,
+        tool_name: toolName,
+        input,
+        turn_id: turnId,
+        ...(escalationApproved ? { escalation_approved: true } : {}),
+      });
     });
   }
 
@@ -276,7 +290,9 @@ export class ProcessSession {
     if (!this.registration) return this.fail(new ToolError("protocol_error", `tool process sent ${message.type} before ToolRegister`));
     const call = this.pending.get(message.call_id);
     if (!call) {
-      return this.fail(new ToolError("protocol_error", `tool process sent ${message.type} for unknown call_id ${JSON.stringify(message.call_id.slice(0, 64))}`));
+      return this.fail(
+        new ToolError("protocol_error", `tool process sent ${message.type} for unknown call_id ${JSON.stringify(message.call_id.slice(0, 64))}`),
+      );
     }
     switch (message.type) {
       case "ToolEvent": {
@@ -317,7 +333,9 @@ export class ProcessSession {
     if (this.handshake) {
       const tail = this.stderrTail().trim().slice(-500);
       this.handshake.reject(
-        this.registration ? reason : new ToolError(reason.code, `${reason.message} during the handshake${tail ? `; its stderr ends: ${tail}` : ""}`, { cause: reason }),
+        this.registration
+          ? reason
+          : new ToolError(reason.code, `${reason.message} during the handshake${tail ? `; its stderr ends: ${tail}` : ""}`, { cause: reason }),
       );
       this.handshake = undefined;
     }

@@ -23,7 +23,14 @@ async function refusal(run: () => Promise<unknown>): Promise<ToolError> {
 describe("startToolProcess refuses bad start-ups and leaves no child", () => {
   it("a missing sandbox wrapper is a clear error naming it, before anything is spawned", async () => {
     const tag = marker();
-    const error = await refusal(() => startToolProcess({ name: "fx", command: NODE, args: [FAULT_TOOL, "good", tag], sandbox: { kind: "custom", argv: ["toolgate-no-such-wrapper", "--flag"] } }));
+    const error = await refusal(() =>
+      startToolProcess({
+        name: "fx",
+        command: NODE,
+        args: [FAULT_TOOL, "good", tag],
+        sandbox: { kind: "custom", argv: ["toolgate-no-such-wrapper", "--flag"] },
+      }),
+    );
     expect(error.code).toBe("config_invalid");
     expect(error.message).toBe('sandbox wrapper "toolgate-no-such-wrapper" was not found or is not executable');
     expect(await waitNoneWith(tag, 200)).toEqual([]);
@@ -66,14 +73,20 @@ describe("startToolProcess refuses bad start-ups and leaves no child", () => {
   });
 
   it("an unrelated override (a sibling prefix) is not a narrowing", async () => {
-    const error = await refusal(() => startToolProcess({ name: "fx", command: NODE, args: [FAULT_TOOL, "good", marker()], scopeOverrides: { echo: "demo:echoes" } }));
+    const error = await refusal(() =>
+      startToolProcess({ name: "fx", command: NODE, args: [FAULT_TOOL, "good", marker()], scopeOverrides: { echo: "demo:echoes" } }),
+    );
     expect(error.message).toMatch(/widens \(or is unrelated to\)/);
   });
 
   it("a declared scope above its expected ceiling refuses registration", async () => {
-    const error = await refusal(() => startToolProcess({ name: "fx", command: NODE, args: [FAULT_TOOL, "good", marker()], expectedScopes: { echo: "demo:echo:short" } }));
+    const error = await refusal(() =>
+      startToolProcess({ name: "fx", command: NODE, args: [FAULT_TOOL, "good", marker()], expectedScopes: { echo: "demo:echo:short" } }),
+    );
     expect(error).toMatchObject({ code: "config_invalid" });
-    expect(error.message).toBe('tool echo of process fx needs scope "demo:echo", above its expected ceiling "demo:echo:short"; narrow it with scopeOverrides or raise expectedScopes');
+    expect(error.message).toBe(
+      'tool echo of process fx needs scope "demo:echo", above its expected ceiling "demo:echo:short"; narrow it with scopeOverrides or raise expectedScopes',
+    );
   });
 
   it("a tool name that does not fit core's id pattern refuses registration", async () => {
@@ -114,7 +127,10 @@ describe("scopes and tokens", () => {
     expect(handle.family.kind).toBe("process");
     expect([...handle.family.permissions].sort()).toEqual(["fx:demo-echo-short", "fx:demo-escalate", "fx:demo-slow"]);
     expect(logs.filter((l) => l.level === "warn").map((l) => l.message)).toEqual(
-      expect.arrayContaining(['tool "env" is not in expectedScopes, so it was not registered', 'tool "pid" is not in expectedScopes, so it was not registered']),
+      expect.arrayContaining([
+        'tool "env" is not in expectedScopes, so it was not registered',
+        'tool "pid" is not in expectedScopes, so it was not registered',
+      ]),
     );
   });
 

@@ -40,7 +40,7 @@ describe("FrameDecoder refuses broken streams", () => {
 
   it("reports EOF inside a body", () => {
     const decoder = new FrameDecoder();
-    decoder.push(Buffer.concat([header(10), Buffer.from("{\"a\"")]));
+    decoder.push(Buffer.concat([header(10), Buffer.from('{"a"')]));
     expect(problemOf(() => decoder.end())).toBe("truncated: stream ended inside a frame body: 4 of 10 bytes arrived");
   });
 
@@ -64,7 +64,10 @@ describe("FrameDecoder reads streams", () => {
     const a = encodeFrame({ type: "A", n: 1 });
     const b = encodeFrame({ type: "B", text: "héllo ✓" });
     const decoder = new FrameDecoder();
-    expect(decoder.push(Buffer.concat([a, b]))).toEqual([{ type: "A", n: 1 }, { type: "B", text: "héllo ✓" }]);
+    expect(decoder.push(Buffer.concat([a, b]))).toEqual([
+      { type: "A", n: 1 },
+      { type: "B", text: "héllo ✓" },
+    ]);
     const out: unknown[] = [];
     for (const byte of b) out.push(...decoder.push(Buffer.from([byte])));
     expect(out).toEqual([{ type: "B", text: "héllo ✓" }]);

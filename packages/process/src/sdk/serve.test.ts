@@ -1,5 +1,17 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { eventually, gateOver, logCollector, marker, NODE, PYTHON_TOOL, realPython, SDK_TOOL, waitGone, waitNoneWith, FAULT_TOOL } from "../fixtures/helpers.js";
+import {
+  eventually,
+  gateOver,
+  logCollector,
+  marker,
+  NODE,
+  PYTHON_TOOL,
+  realPython,
+  SDK_TOOL,
+  waitGone,
+  waitNoneWith,
+  FAULT_TOOL,
+} from "../fixtures/helpers.js";
 import { startToolProcess } from "../host/start-tool-process.js";
 import type { ToolProcessHandle } from "../host/options.js";
 import { runConformance } from "../conformance/run-conformance.js";
@@ -13,13 +25,24 @@ afterEach(async () => {
 describe("a tool process written with the SDK", () => {
   it("refuses bad input itself, reports failures and escalations, and honours cancellation", async () => {
     const logs = logCollector();
-    const handle = await startToolProcess({ name: "sdk", command: NODE, args: [SDK_TOOL], onLog: logs.onLog, tools: { shout: { effect: "none", risk: "low" } } });
+    const handle = await startToolProcess({
+      name: "sdk",
+      command: NODE,
+      args: [SDK_TOOL],
+      onLog: logs.onLog,
+      tools: { shout: { effect: "none", risk: "low" } },
+    });
     handles.push(handle);
     expect(handle.declared.map((t) => t.name)).toEqual(["shout", "wait", "guarded", "broken"]);
     const { gate, call } = gateOver(handle);
 
     const broken = await gate.invoke("sdk.broken", {}, call);
-    expect(broken).toMatchObject({ status: "error", code: "handler_failed", message: "sdk.broken failed: it broke", details: { wireCode: "invocation_failed" } });
+    expect(broken).toMatchObject({
+      status: "error",
+      code: "handler_failed",
+      message: "sdk.broken failed: it broke",
+      details: { wireCode: "invocation_failed" },
+    });
 
     const guarded = await gate.invoke("sdk.guarded", { what: "publish" }, call);
     expect(guarded).toMatchObject({ status: "error", code: "approval_unknown", details: { escalation: "wants to publish" } });
@@ -27,7 +50,10 @@ describe("a tool process written with the SDK", () => {
     const controller = new AbortController();
     const waited = await gate.invoke("sdk.wait", { ms: 600_000 }, { ...call, signal: controller.signal, onProgress: () => controller.abort() });
     expect(waited).toMatchObject({ status: "error", code: "cancelled" });
-    await eventually(() => handle.status().pendingCalls, (n) => n === 0);
+    await eventually(
+      () => handle.status().pendingCalls,
+      (n) => n === 0,
+    );
     expect(handle.status()).toMatchObject({ state: "ready", restarts: 0 });
 
     const progress: unknown[] = [];
@@ -47,7 +73,13 @@ describe("a tool process written with the SDK", () => {
 
   it("passes the conformance kit", async () => {
     const lines: string[] = [];
-    const report = await runConformance({ command: NODE, args: [SDK_TOOL], slow: { tool: "wait", input: { ms: 600_000 } }, inputs: { shout: { text: "hi" } }, onLine: (l) => lines.push(l) });
+    const report = await runConformance({
+      command: NODE,
+      args: [SDK_TOOL],
+      slow: { tool: "wait", input: { ms: 600_000 } },
+      inputs: { shout: { text: "hi" } },
+      onLine: (l) => lines.push(l),
+    });
     expect(lines.filter((l) => l.startsWith("FAIL"))).toEqual([]);
     expect(report).toMatchObject({ passed: 8, failed: 0 });
   });
@@ -77,23 +109,32 @@ describe("the Python example (stdlib only) runs unchanged under the host", () =>
 
     const controller = new AbortController();
     const progress: unknown[] = [];
-    const slow = await gate.invoke("textstats.slow_count", { n: 10_000 }, {
-      ...call,
-      signal: controller.signal,
-      onProgress: (e) => {
-        progress.push(e);
-        controller.abort();
+    const slow = await gate.invoke(
+      "textstats.slow_count",
+      { n: 10_000 },
+      {
+        ...call,
+        signal: controller.signal,
+        onProgress: (e) => {
+          progress.push(e);
+          controller.abort();
+        },
       },
-    });
+    );
     expect(slow).toMatchObject({ status: "error", code: "cancelled" });
     expect(progress[0]).toEqual({ message: "counted 1 of 10000", data: { kind: "Status" } });
-    await eventually(() => handle.status().pendingCalls, (n) => n === 0);
+    await eventually(
+      () => handle.status().pendingCalls,
+      (n) => n === 0,
+    );
     expect(handle.status()).toMatchObject({ state: "ready", restarts: 0 });
   });
 
   it("passes the conformance kit through the command line entry", async () => {
     const lines: string[] = [];
-    const code = await runConformanceCli(["--slow", 'slow_count={"n":10000}', "--input", 'word_count={"text":"a b c"}', "--", python, PYTHON_TOOL], (l) => lines.push(l));
+    const code = await runConformanceCli(["--slow", 'slow_count={"n":10000}', "--input", 'word_count={"text":"a b c"}', "--", python, PYTHON_TOOL], (l) =>
+      lines.push(l),
+    );
     expect(lines.filter((l) => l.startsWith("FAIL"))).toEqual([]);
     expect(lines.at(-1)).toBe("8 passed, 0 failed");
     expect(code).toBe(0);
@@ -140,7 +181,12 @@ describe("the conformance kit fails what is broken", () => {
   });
 
   it("the fixture that answers properly passes", async () => {
-    const report = await runConformance({ command: NODE, args: [FAULT_TOOL, "good", marker()], slow: { tool: "slow", input: { steps: 100_000 } }, inputs: { echo: { text: "hi" } } });
+    const report = await runConformance({
+      command: NODE,
+      args: [FAULT_TOOL, "good", marker()],
+      slow: { tool: "slow", input: { steps: 100_000 } },
+      inputs: { echo: { text: "hi" } },
+    });
     expect(report.checks.filter((c) => !c.ok)).toEqual([]);
   });
 });

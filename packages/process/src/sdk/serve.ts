@@ -42,7 +42,6 @@ export function processTool<TInput extends z.ZodType>(tool: ProcessTool<TInput>)
 export interface ServeToolProcessOptions {
   /** Sent as `tool_process_name`. */
   readonly name: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly tools: readonly ProcessTool<any>[];
   /** Default `process.stdin`. */
   readonly input?: NodeJS.ReadableStream;

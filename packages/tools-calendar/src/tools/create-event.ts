@@ -1,6 +1,17 @@
 import { ToolError, defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { attendeeSchema, calendarIdSchema, describeTime, eventIdFor, eventOutput, eventTimeSchema, oneLine, timeProblem, toEventOutput, toGoogleTime } from "../events.js";
+import {
+  attendeeSchema,
+  calendarIdSchema,
+  describeTime,
+  eventIdFor,
+  eventOutput,
+  eventTimeSchema,
+  oneLine,
+  timeProblem,
+  toEventOutput,
+  toGoogleTime,
+} from "../events.js";
 import { callGoogle } from "@toolgate/connector-google";
 import { CALENDAR_SCOPES } from "../permissions.js";
 import { calendarClient } from "../client.js";
@@ -87,9 +98,13 @@ export function createEventTool(config: CalendarConfig) {
       } catch (error) {
         if (!ToolError.is(error, "conflict")) throw error;
         // 409: an earlier attempt under this key created it (or deleted it since).
-        const existing = await callGoogle({ ...policy, write: false, method: "calendar.events.get" }, () => cal.events.get({ calendarId: input.calendarId, eventId: id }, { signal: ctx.signal }));
+        const existing = await callGoogle({ ...policy, write: false, method: "calendar.events.get" }, () =>
+          cal.events.get({ calendarId: input.calendarId, eventId: id }, { signal: ctx.signal }),
+        );
         if (existing.status === "cancelled") {
-          throw new ToolError("conflict", `the event this call created earlier (${id}) has since been deleted; use a new idempotency key to create it again`, { boundary: "effect_failed" });
+          throw new ToolError("conflict", `the event this call created earlier (${id}) has since been deleted; use a new idempotency key to create it again`, {
+            boundary: "effect_failed",
+          });
         }
         return { ...toEventOutput(existing, input.calendarId), alreadyExisted: true };
       }

@@ -65,7 +65,8 @@ export function deleteEventTool(config: CalendarConfig) {
         );
         return { eventId: input.eventId, deleted: true as const, alreadyDeleted: false };
       } catch (error) {
-        if (ToolError.is(error, "not_found") && error.details?.["status"] === 410) return { eventId: input.eventId, deleted: true as const, alreadyDeleted: true };
+        if (ToolError.is(error, "not_found") && error.details?.["status"] === 410)
+          return { eventId: input.eventId, deleted: true as const, alreadyDeleted: true };
         throw error;
       }
     },

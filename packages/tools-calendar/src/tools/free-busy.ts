@@ -37,7 +37,14 @@ export function freeBusyTool(config: CalendarConfig) {
       const cal = await calendarClient(config, ctx.connector);
       const res = await callGoogle({ method: "calendar.freebusy.query", repeatable: true, write: false, signal: ctx.signal, retry: config.retry }, () =>
         cal.freebusy.query(
-          { requestBody: { timeMin: input.timeMin, timeMax: input.timeMax, items: input.calendarIds.map((id) => ({ id })), ...(input.timeZone ? { timeZone: input.timeZone } : {}) } },
+          {
+            requestBody: {
+              timeMin: input.timeMin,
+              timeMax: input.timeMax,
+              items: input.calendarIds.map((id) => ({ id })),
+              ...(input.timeZone ? { timeZone: input.timeZone } : {}),
+            },
+          },
           { signal: ctx.signal },
         ),
       );

@@ -11,7 +11,9 @@ export function listCalendarsTool(config: CalendarConfig) {
     title: "List calendars",
     description: "List the calendars this account can see, with ids, names, time zones and access. Names of shared calendars were chosen by other people.",
     input: z.object({}).strict(),
-    output: z.object({ calendars: z.array(z.object({ id: z.string(), summary: z.string(), primary: z.boolean(), accessRole: z.string(), timeZone: z.string() })) }),
+    output: z.object({
+      calendars: z.array(z.object({ id: z.string(), summary: z.string(), primary: z.boolean(), accessRole: z.string(), timeZone: z.string() })),
+    }),
     actionType: "calendar-read",
     effect: "read",
     requiredAllowlist: ["calendar:read"],
@@ -31,7 +33,13 @@ export function listCalendarsTool(config: CalendarConfig) {
           cal.calendarList.list({ maxResults: 250, ...(pageToken ? { pageToken } : {}) }, { signal: ctx.signal }),
         );
         for (const c of page.items ?? []) {
-          calendars.push({ id: c.id ?? "", summary: c.summaryOverride ?? c.summary ?? "", primary: c.primary === true, accessRole: c.accessRole ?? "", timeZone: c.timeZone ?? "" });
+          calendars.push({
+            id: c.id ?? "",
+            summary: c.summaryOverride ?? c.summary ?? "",
+            primary: c.primary === true,
+            accessRole: c.accessRole ?? "",
+            timeZone: c.timeZone ?? "",
+          });
         }
         pageToken = page.nextPageToken ?? undefined;
       } while (pageToken && calendars.length < 1000);

@@ -54,7 +54,11 @@ export function listEventsTool(config: CalendarConfig) {
           { signal: ctx.signal },
         ),
       );
-      return { events: (res.items ?? []).map((e) => toEventOutput(e, input.calendarId)), nextPageToken: res.nextPageToken ?? null, timeZone: res.timeZone ?? "" };
+      return {
+        events: (res.items ?? []).map((e) => toEventOutput(e, input.calendarId)),
+        nextPageToken: res.nextPageToken ?? null,
+        timeZone: res.timeZone ?? "",
+      };
     },
   });
 }

@@ -1,7 +1,19 @@
 import { ToolError, defineTool } from "@toolgate/core";
 import type { calendar_v3 } from "@googleapis/calendar";
 import { z } from "zod";
-import { attendeeSchema, calendarIdSchema, describeTime, eventIdSchema, eventOutput, eventTimeSchema, oneLine, timeProblem, toEventOutput, toGoogleTime, type EventTime } from "../events.js";
+import {
+  attendeeSchema,
+  calendarIdSchema,
+  describeTime,
+  eventIdSchema,
+  eventOutput,
+  eventTimeSchema,
+  oneLine,
+  timeProblem,
+  toEventOutput,
+  toGoogleTime,
+  type EventTime,
+} from "../events.js";
 import { callGoogle } from "@toolgate/connector-google";
 import { CALENDAR_SCOPES } from "../permissions.js";
 import { calendarClient } from "../client.js";
@@ -86,11 +98,13 @@ export function updateEventTool(config: CalendarConfig) {
         ...(attendees ? { attendees: attendees.map((email) => ({ email })) } : {}),
       };
       // With the approved etag, a repeat after a lost answer would hit 412: repeat only without one.
-      const event = await callGoogle({ method: "calendar.events.patch", repeatable: etag === undefined, write: true, signal: ctx.signal, retry: config.retry }, () =>
-        cal.events.patch(
-          { calendarId: input.calendarId, eventId: input.eventId, sendUpdates: input.notifyAttendees ? "all" : "none", requestBody: body },
-          { signal: ctx.signal, ...(etag ? { headers: { "If-Match": etag } } : {}) },
-        ),
+      const event = await callGoogle(
+        { method: "calendar.events.patch", repeatable: etag === undefined, write: true, signal: ctx.signal, retry: config.retry },
+        () =>
+          cal.events.patch(
+            { calendarId: input.calendarId, eventId: input.eventId, sendUpdates: input.notifyAttendees ? "all" : "none", requestBody: body },
+            { signal: ctx.signal, ...(etag ? { headers: { "If-Match": etag } } : {}) },
+          ),
       );
       return toEventOutput(event, input.calendarId);
     },

@@ -32,7 +32,10 @@ export function createDraftTool(config: GmailConfig) {
     handler: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);
       const draft = await callGoogle({ method: "gmail.users.drafts.create", repeatable: false, write: true, signal: ctx.signal, retry: config.retry }, () =>
-        mail.users.drafts.create({ userId: "me", requestBody: { message: { raw: buildRaw(config, input), ...(input.threadId ? { threadId: input.threadId } : {}) } } }, { signal: ctx.signal }),
+        mail.users.drafts.create(
+          { userId: "me", requestBody: { message: { raw: buildRaw(config, input), ...(input.threadId ? { threadId: input.threadId } : {}) } } },
+          { signal: ctx.signal },
+        ),
       );
       return { draftId: draft.id ?? "", messageId: draft.message?.id ?? "", threadId: draft.message?.threadId ?? "" };
     },

@@ -27,7 +27,9 @@ export function listLabelsTool(config: GmailConfig) {
       const res = await callGoogle({ method: "gmail.users.labels.list", repeatable: true, write: false, signal: ctx.signal, retry: config.retry }, () =>
         mail.users.labels.list({ userId: "me" }, { signal: ctx.signal }),
       );
-      return { labels: (res.labels ?? []).map((l) => ({ id: l.id ?? "", name: l.name ?? "", type: l.type === "system" ? ("system" as const) : ("user" as const) })) };
+      return {
+        labels: (res.labels ?? []).map((l) => ({ id: l.id ?? "", name: l.name ?? "", type: l.type === "system" ? ("system" as const) : ("user" as const) })),
+      };
     },
   });
 }

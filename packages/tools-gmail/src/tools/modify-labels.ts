@@ -11,7 +11,8 @@ export function modifyLabelsTool(config: GmailConfig) {
   return defineTool({
     id: "gmail.modify_labels",
     title: "Change a message's labels",
-    description: "Add and remove labels on one message (label ids from gmail.list_labels; remove UNREAD to mark it read, add STARRED to star it). A human approves each change.",
+    description:
+      "Add and remove labels on one message (label ids from gmail.list_labels; remove UNREAD to mark it read, add STARRED to star it). A human approves each change.",
     input: z
       .object({
         messageId: idSchema,
@@ -34,7 +35,14 @@ export function modifyLabelsTool(config: GmailConfig) {
       );
       return {
         summary: `Change labels on ${JSON.stringify(headerOf(m.payload, "Subject"))}: +[${input.addLabelIds.join(", ")}] -[${input.removeLabelIds.join(", ")}]`,
-        details: { messageId: input.messageId, from: headerOf(m.payload, "From"), subject: headerOf(m.payload, "Subject"), before: m.labelIds ?? [], add: input.addLabelIds, remove: input.removeLabelIds },
+        details: {
+          messageId: input.messageId,
+          from: headerOf(m.payload, "From"),
+          subject: headerOf(m.payload, "Subject"),
+          before: m.labelIds ?? [],
+          add: input.addLabelIds,
+          remove: input.removeLabelIds,
+        },
       };
     },
     // Adding and removing the same labels again leaves the same state.
@@ -49,7 +57,10 @@ export function modifyLabelsTool(config: GmailConfig) {
     handler: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);
       const m = await callGoogle({ method: "gmail.users.messages.modify", repeatable: true, write: true, signal: ctx.signal, retry: config.retry }, () =>
-        mail.users.messages.modify({ userId: "me", id: input.messageId, requestBody: { addLabelIds: input.addLabelIds, removeLabelIds: input.removeLabelIds } }, { signal: ctx.signal }),
+        mail.users.messages.modify(
+          { userId: "me", id: input.messageId, requestBody: { addLabelIds: input.addLabelIds, removeLabelIds: input.removeLabelIds } },
+          { signal: ctx.signal },
+        ),
       );
       return { messageId: m.id ?? input.messageId, labelIds: m.labelIds ?? [] };
     },

@@ -14,8 +14,12 @@ const planSchema = z.object({ messageSha256: z.string() });
 export function sendDraftTool(config: GmailConfig) {
   const fetchDraft = async (mail: gmail_v1.Gmail, draftId: string, signal: AbortSignal) => {
     const policy = { repeatable: true, write: false, signal, retry: config.retry };
-    const raw = await callGoogle({ ...policy, method: "gmail.users.drafts.get" }, () => mail.users.drafts.get({ userId: "me", id: draftId, format: "raw" }, { signal }));
-    const full = await callGoogle({ ...policy, method: "gmail.users.drafts.get" }, () => mail.users.drafts.get({ userId: "me", id: draftId, format: "full" }, { signal }));
+    const raw = await callGoogle({ ...policy, method: "gmail.users.drafts.get" }, () =>
+      mail.users.drafts.get({ userId: "me", id: draftId, format: "raw" }, { signal }),
+    );
+    const full = await callGoogle({ ...policy, method: "gmail.users.drafts.get" }, () =>
+      mail.users.drafts.get({ userId: "me", id: draftId, format: "full" }, { signal }),
+    );
     const bytes = Buffer.from(raw.message?.raw ?? "", "base64url");
     const payload = full.message?.payload;
     const to = addressesIn(headerOf(payload, "To"));
@@ -27,7 +31,10 @@ export function sendDraftTool(config: GmailConfig) {
 
   const checkRecipients = (recipients: readonly string[]): void => {
     if (recipients.length === 0) throw new ToolError("provider_rejected", "the draft has no recipients", { boundary: "pre_effect_refusal" });
-    if (recipients.length > config.maxRecipients) throw new ToolError("limit_exceeded", `the draft has ${recipients.length} recipients; at most ${config.maxRecipients}`, { boundary: "pre_effect_refusal" });
+    if (recipients.length > config.maxRecipients)
+      throw new ToolError("limit_exceeded", `the draft has ${recipients.length} recipients; at most ${config.maxRecipients}`, {
+        boundary: "pre_effect_refusal",
+      });
     const refused = recipients.filter((r) => !recipientAllowed(config, r));
     if (refused.length > 0) {
       throw new ToolError("permission_denied", `the draft is addressed to recipients not on the operator's allowlist: ${refused.join(", ")}`, {

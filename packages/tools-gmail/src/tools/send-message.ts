@@ -40,7 +40,10 @@ export function sendMessageTool(config: GmailConfig) {
     handler: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);
       const sent = await callGoogle({ method: "gmail.users.messages.send", repeatable: false, write: true, signal: ctx.signal, retry: config.retry }, () =>
-        mail.users.messages.send({ userId: "me", requestBody: { raw: buildRaw(config, input), ...(input.threadId ? { threadId: input.threadId } : {}) } }, { signal: ctx.signal }),
+        mail.users.messages.send(
+          { userId: "me", requestBody: { raw: buildRaw(config, input), ...(input.threadId ? { threadId: input.threadId } : {}) } },
+          { signal: ctx.signal },
+        ),
       );
       return { messageId: sent.id ?? "", threadId: sent.threadId ?? "", labelIds: sent.labelIds ?? [] };
     },

@@ -11,7 +11,8 @@ export function trashMessageTool(config: GmailConfig) {
   return defineTool({
     id: "gmail.trash_message",
     title: "Move a message to the trash",
-    description: "Move one message to the trash. Gmail deletes trashed mail for good after 30 days; until then a human can restore it. A human approves each call.",
+    description:
+      "Move one message to the trash. Gmail deletes trashed mail for good after 30 days; until then a human can restore it. A human approves each call.",
     input: z.object({ messageId: idSchema }).strict(),
     output: z.object({ messageId: z.string(), labelIds: z.array(z.string()) }),
     actionType: "email-modify",
@@ -22,7 +23,10 @@ export function trashMessageTool(config: GmailConfig) {
     preview: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);
       const m = await callGoogle({ method: "gmail.users.messages.get", repeatable: true, write: false, signal: ctx.signal, retry: config.retry }, () =>
-        mail.users.messages.get({ userId: "me", id: input.messageId, format: "metadata", metadataHeaders: ["From", "Subject", "Date"] }, { signal: ctx.signal }),
+        mail.users.messages.get(
+          { userId: "me", id: input.messageId, format: "metadata", metadataHeaders: ["From", "Subject", "Date"] },
+          { signal: ctx.signal },
+        ),
       );
       return {
         summary: `Move ${JSON.stringify(headerOf(m.payload, "Subject"))} to the trash (deleted for good after 30 days)`,

@@ -10,12 +10,12 @@ export function createAddCommentTool(settings: NotionSettings) {
   return defineTool({
     id: "notion.add_comment",
     title: "Comment on a Notion page",
-    description: "Add a comment to a Notion page, or reply in an existing discussion. Inline Markdown (bold, italic, code, links) is kept. Visible to everyone who can see the page.",
-    input: z
-      .union([
-        z.object({ pageId: notionId, text: z.string().min(1).max(20_000) }).strict(),
-        z.object({ discussionId: notionId, text: z.string().min(1).max(20_000) }).strict(),
-      ]),
+    description:
+      "Add a comment to a Notion page, or reply in an existing discussion. Inline Markdown (bold, italic, code, links) is kept. Visible to everyone who can see the page.",
+    input: z.union([
+      z.object({ pageId: notionId, text: z.string().min(1).max(20_000) }).strict(),
+      z.object({ discussionId: notionId, text: z.string().min(1).max(20_000) }).strict(),
+    ]),
     output: z.object({ id: z.string(), discussionId: z.string() }),
     actionType: "notion-comment",
     effect: "write",
@@ -43,7 +43,9 @@ export function createAddCommentTool(settings: NotionSettings) {
       const notion = await notionCaller(ctx, settings.retry);
       const rich = inlineMarkdownToRichText(input.text).slice(0, MAX_RICH_TEXT_ITEMS);
       const comment = await notion.write("add a comment", (client) =>
-        client.comments.create("pageId" in input ? { parent: { page_id: input.pageId }, rich_text: rich } : { discussion_id: input.discussionId, rich_text: rich }),
+        client.comments.create(
+          "pageId" in input ? { parent: { page_id: input.pageId }, rich_text: rich } : { discussion_id: input.discussionId, rich_text: rich },
+        ),
       );
       return { id: comment.id, discussionId: "discussion_id" in comment ? comment.discussion_id : "" };
     },

@@ -19,8 +19,7 @@ export function createCreatePageTool(settings: NotionSettings) {
   return defineTool({
     id: "notion.create_page",
     title: "Create a Notion page",
-    description:
-      `Create a page in a Notion database with a title, property values and Markdown content. Safe to retry: a retry with the same idempotency key finds the page the first attempt made (through the database's "${marker}" property) instead of making a second.`,
+    description: `Create a page in a Notion database with a title, property values and Markdown content. Safe to retry: a retry with the same idempotency key finds the page the first attempt made (through the database's "${marker}" property) instead of making a second.`,
     input: z
       .object({
         parent: z.union([z.object({ databaseId: notionId }).strict(), z.object({ dataSourceId: notionId }).strict()]),
@@ -80,8 +79,13 @@ export function createCreatePageTool(settings: NotionSettings) {
       const properties: Record<string, unknown> = {};
       for (const [name, value] of Object.entries(input.properties ?? {})) {
         const config = schema[name];
-        if (!config) throw new ToolError("invalid_input", `data source ${dataSourceId} has no property ${JSON.stringify(name)}`, { boundary: "effect_not_started", details: { properties: Object.keys(schema) } });
-        if (name === marker || config.type === "title") throw new ToolError("invalid_input", `property ${JSON.stringify(name)} is set by the tool itself`, { boundary: "effect_not_started" });
+        if (!config)
+          throw new ToolError("invalid_input", `data source ${dataSourceId} has no property ${JSON.stringify(name)}`, {
+            boundary: "effect_not_started",
+            details: { properties: Object.keys(schema) },
+          });
+        if (name === marker || config.type === "title")
+          throw new ToolError("invalid_input", `property ${JSON.stringify(name)} is set by the tool itself`, { boundary: "effect_not_started" });
         properties[name] = propertyRequest(name, config.type, value);
       }
       properties[titleName] = propertyRequest(titleName, "title", input.title);
@@ -97,11 +101,15 @@ export function createCreatePageTool(settings: NotionSettings) {
         } catch (error) {
           // The page exists with part of its content: say so rather than let a retry look clean.
           const cause = ToolError.is(error) ? error : undefined;
-          throw new ToolError(cause?.code ?? "provider_unavailable", `page ${page.id} was created, but only ${appended} of its blocks were written: ${cause?.message ?? "the rest failed"}`, {
-            cause: error,
-            boundary: "effect_started",
-            details: { pageId: page.id, blocksWritten: appended },
-          });
+          throw new ToolError(
+            cause?.code ?? "provider_unavailable",
+            `page ${page.id} was created, but only ${appended} of its blocks were written: ${cause?.message ?? "the rest failed"}`,
+            {
+              cause: error,
+              boundary: "effect_started",
+              details: { pageId: page.id, blocksWritten: appended },
+            },
+          );
         }
         appended += chunk.length;
       }

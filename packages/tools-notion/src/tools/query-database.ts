@@ -36,13 +36,18 @@ export function createQueryDatabaseTool(settings: NotionSettings) {
       .object({
         databaseId: notionId.optional(),
         dataSourceId: notionId.optional(),
-        filter: z.record(z.string(), z.unknown()).optional().meta({ description: "A Notion filter object, e.g. {\"property\":\"Status\",\"select\":{\"equals\":\"Open\"}}" }),
+        filter: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .meta({ description: 'A Notion filter object, e.g. {"property":"Status","select":{"equals":"Open"}}' }),
         sorts: z.array(sort).max(10).optional(),
         pageSize: z.number().int().min(1).max(100).default(50),
         cursor: z.string().max(200).optional(),
       })
       .strict()
-      .refine((input) => (input.databaseId === undefined) !== (input.dataSourceId === undefined), { message: "give exactly one of databaseId and dataSourceId" }),
+      .refine((input) => (input.databaseId === undefined) !== (input.dataSourceId === undefined), {
+        message: "give exactly one of databaseId and dataSourceId",
+      }),
     output: z.object({ dataSourceId: z.string(), rows: z.array(pageSummary), nextCursor: z.string().nullable() }),
     actionType: "notion-read",
     effect: "read",

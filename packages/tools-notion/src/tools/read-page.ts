@@ -19,7 +19,13 @@ export function createReadPageTool(settings: NotionSettings) {
     input: z
       .object({
         pageId: notionId,
-        maxBlocks: z.number().int().min(1).max(settings.maxReadBlocks).optional().meta({ description: `At most this many blocks; default ${settings.maxReadBlocks}` }),
+        maxBlocks: z
+          .number()
+          .int()
+          .min(1)
+          .max(settings.maxReadBlocks)
+          .optional()
+          .meta({ description: `At most this many blocks; default ${settings.maxReadBlocks}` }),
       })
       .strict(),
     output: pageSummary.extend({ markdown: z.string(), blockCount: z.number().int(), truncated: z.boolean() }),
@@ -37,7 +43,8 @@ export function createReadPageTool(settings: NotionSettings) {
     handler: async (input, ctx) => {
       const notion = await notionCaller(ctx, settings.retry);
       const page = await notion.read(`read page ${input.pageId}`, (client) => client.pages.retrieve({ page_id: input.pageId }));
-      if (!isFullPage(page)) throw new ToolError("provider_rejected", `Notion answered page ${input.pageId} without its properties`, { boundary: "effect_failed" });
+      if (!isFullPage(page))
+        throw new ToolError("provider_rejected", `Notion answered page ${input.pageId} without its properties`, { boundary: "effect_failed" });
       const budget = { left: input.maxBlocks ?? settings.maxReadBlocks, truncated: false, count: 0 };
       const nodes = await readChildren(notion, page.id, 0, settings.maxReadDepth, budget);
       return { ...summarizePage(page), markdown: blocksToMarkdown(nodes), blockCount: budget.count, truncated: budget.truncated };

@@ -55,7 +55,8 @@ export function createSearchTool(settings: NotionSettings) {
       );
       const results = answer.results.flatMap((r): { id: string; object: "page" | "data_source"; title: string; url: string; lastEditedTime: string }[] => {
         if (isFullPage(r)) return [{ id: r.id, object: "page" as const, title: titleOf(r), url: r.url, lastEditedTime: r.last_edited_time }];
-        if (isFullDataSource(r)) return [{ id: r.id, object: "data_source" as const, title: dataSourceTitle(r), url: r.url, lastEditedTime: r.last_edited_time }];
+        if (isFullDataSource(r))
+          return [{ id: r.id, object: "data_source" as const, title: dataSourceTitle(r), url: r.url, lastEditedTime: r.last_edited_time }];
         return [];
       });
       return { results, nextCursor: answer.has_more ? answer.next_cursor : null };

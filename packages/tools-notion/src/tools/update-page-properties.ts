@@ -26,7 +26,10 @@ export function createUpdatePagePropertiesTool(settings: NotionSettings) {
     requiredAllowlist: ["notion:write"],
     risk: "medium",
     approval: "always",
-    preview: (input) => ({ summary: `Set ${Object.keys(input.properties).join(", ")} on Notion page ${input.pageId}`, details: { pageId: input.pageId, properties: input.properties } }),
+    preview: (input) => ({
+      summary: `Set ${Object.keys(input.properties).join(", ")} on Notion page ${input.pageId}`,
+      details: { pageId: input.pageId, properties: input.properties },
+    }),
     idempotent: true,
     retryable: true,
     reversible: false,
@@ -42,7 +45,8 @@ export function createUpdatePagePropertiesTool(settings: NotionSettings) {
     handler: async (input, ctx) => {
       const notion = await notionCaller(ctx, settings.retry);
       const page = await notion.read(`read page ${input.pageId}`, (client) => client.pages.retrieve({ page_id: input.pageId }));
-      if (!isFullPage(page)) throw new ToolError("provider_rejected", `Notion answered page ${input.pageId} without its properties`, { boundary: "effect_not_started" });
+      if (!isFullPage(page))
+        throw new ToolError("provider_rejected", `Notion answered page ${input.pageId} without its properties`, { boundary: "effect_not_started" });
       const body: Record<string, unknown> = {};
       for (const [name, value] of Object.entries(input.properties)) {
         const current = page.properties[name];

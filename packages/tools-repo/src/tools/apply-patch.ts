@@ -24,10 +24,12 @@ export function applyPatchTool(rt: RepoRuntime) {
       const name = (filePatch.newPath ?? filePatch.oldPath)!;
       if (name.startsWith("-")) throw new ToolError("command_denied", "a path must not start with '-'", { details: { reason: "option_like_path" } });
       const file = await rt.resolve(name, { allowMissing: true });
-      if (planned.some((p) => p.file.absolute === file.absolute)) throw new ToolError("invalid_input", `the patch changes ${JSON.stringify(file.relative)} twice`);
+      if (planned.some((p) => p.file.absolute === file.absolute))
+        throw new ToolError("invalid_input", `the patch changes ${JSON.stringify(file.relative)} twice`);
       const before = await rt.readText(file, signal);
       const after = applyFilePatch(filePatch, before);
-      if (after !== null && Buffer.byteLength(after) > maxWriteBytes) throw new ToolError("limit_exceeded", `${JSON.stringify(file.relative)} would be larger than ${maxWriteBytes} bytes`);
+      if (after !== null && Buffer.byteLength(after) > maxWriteBytes)
+        throw new ToolError("limit_exceeded", `${JSON.stringify(file.relative)} would be larger than ${maxWriteBytes} bytes`);
       planned.push({ file, before, after });
     }
     return planned;
@@ -57,7 +59,10 @@ export function applyPatchTool(rt: RepoRuntime) {
       }));
       const body = cutToBytes(planned.map(({ file, before, after }) => unifiedDiff(file.relative, before, after)).join(""), MAX_PREVIEW_BODY_BYTES);
       return {
-        summary: `Apply a patch to ${files.length} file${files.length === 1 ? "" : "s"}: ${files.map((f) => f.path).join(", ").slice(0, 200)}`,
+        summary: `Apply a patch to ${files.length} file${files.length === 1 ? "" : "s"}: ${files
+          .map((f) => f.path)
+          .join(", ")
+          .slice(0, 200)}`,
         details: { files, diffTruncated: body.truncated },
         body: body.text,
       };
@@ -76,7 +81,11 @@ export function applyPatchTool(rt: RepoRuntime) {
       for (const { file, before, after } of planned) {
         if (after === null) await rt.remove(file);
         else await rt.writeText(file, after);
-        files.push({ path: file.relative, change: before === null ? ("create" as const) : after === null ? ("delete" as const) : ("modify" as const), ...lineStat(before, after) });
+        files.push({
+          path: file.relative,
+          change: before === null ? ("create" as const) : after === null ? ("delete" as const) : ("modify" as const),
+          ...lineStat(before, after),
+        });
       }
       return { files };
     },

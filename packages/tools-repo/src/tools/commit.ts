@@ -54,7 +54,8 @@ export function commitTool(rt: RepoRuntime) {
       const stat = numstat.get(file.relative);
       const counted = content === null || binary ? null : content === "" ? 0 : content.split("\n").length - (content.endsWith("\n") ? 1 : 0);
       if (stat) changes.push({ path: file.relative, change: content === null ? "delete" : "modify", ...stat, sha256: digest });
-      else if (untracked.has(file.relative) || (head.exitCode !== 0 && content !== null)) changes.push({ path: file.relative, change: "add", added: counted, removed: 0, sha256: digest });
+      else if (untracked.has(file.relative) || (head.exitCode !== 0 && content !== null))
+        changes.push({ path: file.relative, change: "add", added: counted, removed: 0, sha256: digest });
       else changes.push({ path: file.relative, change: "unchanged", added: 0, removed: 0, sha256: digest });
     }
     if (changes.every((c) => c.change === "unchanged")) throw new ToolError("conflict", "nothing to commit: none of the listed paths changed");
@@ -86,7 +87,10 @@ export function commitTool(rt: RepoRuntime) {
       const { changes } = await plan(input, ctx.signal);
       const width = Math.max(...changes.map((c) => c.path.length));
       const stat = changes
-        .map((c) => `${c.path.padEnd(width)} | ${c.change === "unchanged" ? "unchanged" : c.added === null ? "binary" : `+${c.added} -${c.removed ?? 0}`}${c.change === "add" ? " (new)" : c.change === "delete" ? " (deleted)" : ""}`)
+        .map(
+          (c) =>
+            `${c.path.padEnd(width)} | ${c.change === "unchanged" ? "unchanged" : c.added === null ? "binary" : `+${c.added} -${c.removed ?? 0}`}${c.change === "add" ? " (new)" : c.change === "delete" ? " (deleted)" : ""}`,
+        )
         .join("\n");
       return {
         summary: `Commit ${changes.length} path${changes.length === 1 ? "" : "s"}: ${JSON.stringify(subjectOf(input.message))}`,

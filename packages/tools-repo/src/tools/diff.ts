@@ -31,7 +31,11 @@ export function diffTool(rt: RepoRuntime) {
     handler: async (input, ctx) => {
       const paths = await Promise.all((input.paths ?? []).map((p) => rt.resolve(p, { allowMissing: true })));
       await rt.git.refuseProgramDrivers(ctx.signal);
-      const result = await rt.git.run(SCOPES[input.scope], paths.map((p) => gitPathArg(p.relative)), { signal: ctx.signal });
+      const result = await rt.git.run(
+        SCOPES[input.scope],
+        paths.map((p) => gitPathArg(p.relative)),
+        { signal: ctx.signal },
+      );
       const { text, truncated } = cappedText(result, maxBytes);
       return { diff: text, truncated };
     },

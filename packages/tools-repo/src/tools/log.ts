@@ -37,7 +37,9 @@ export function logTool(rt: RepoRuntime) {
       const { records, truncated } = completeRecords(result);
       const commits = records.flatMap((record) => {
         const [commit, author, email, date, subject] = record.replace(/^\n/, "").split("\x1f");
-        return commit && author !== undefined && email !== undefined && date !== undefined && subject !== undefined ? [{ commit, author, email, date, subject }] : [];
+        return commit && author !== undefined && email !== undefined && date !== undefined && subject !== undefined
+          ? [{ commit, author, email, date, subject }]
+          : [];
       });
       return { commits: commits.slice(0, input.limit), truncated: truncated || commits.length > input.limit };
     },

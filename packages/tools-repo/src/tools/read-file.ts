@@ -19,7 +19,10 @@ export function readFileTool(rt: RepoRuntime) {
         maxBytes: z.number().int().min(1).max(maxReadBytes).optional(),
       })
       .strict()
-      .refine((i) => i.startLine === undefined || i.endLine === undefined || i.endLine >= i.startLine, { message: "endLine must not be before startLine", path: ["endLine"] }),
+      .refine((i) => i.startLine === undefined || i.endLine === undefined || i.endLine >= i.startLine, {
+        message: "endLine must not be before startLine",
+        path: ["endLine"],
+      }),
     output: z.object({
       path: z.string(),
       content: z.string(),
@@ -50,7 +53,8 @@ export function readFileTool(rt: RepoRuntime) {
         });
       }
       const bytes = await readFile(file.absolute, { signal: ctx.signal });
-      if (bytes.length > maxFileBytes) throw new ToolError("limit_exceeded", `${JSON.stringify(file.relative)} grew past ${maxFileBytes} bytes while being read`);
+      if (bytes.length > maxFileBytes)
+        throw new ToolError("limit_exceeded", `${JSON.stringify(file.relative)} grew past ${maxFileBytes} bytes while being read`);
       const base = { path: file.relative, bytes: bytes.length, sha256: sha256(bytes) };
       if (isBinary(bytes)) return { ...base, content: "", binary: true, startLine: 0, endLine: 0, totalLines: 0, truncated: false };
       const lines = splitLines(bytes.toString("utf8"));

@@ -47,7 +47,8 @@ export function searchTool(rt: RepoRuntime) {
         // The pattern is the one argument after `-e`: never an option, whatever it starts with.
         result = await rt.git.run(command, [input.pattern], { signal: ctx.signal, ok: [0, 1], ...(directory ? { cwd: directory.relative } : {}) });
       } catch (cause) {
-        if (input.regex && ToolError.is(cause, "handler_failed")) throw new ToolError("invalid_input", `the pattern could not be used: ${cause.message}`, { cause });
+        if (input.regex && ToolError.is(cause, "handler_failed"))
+          throw new ToolError("invalid_input", `the pattern could not be used: ${cause.message}`, { cause });
         throw cause;
       }
       const { records, truncated: cut } = completeRecords(result, "\n");

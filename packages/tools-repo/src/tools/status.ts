@@ -28,7 +28,11 @@ export function statusTool(rt: RepoRuntime) {
     handler: async (input, ctx) => {
       const paths = await Promise.all((input.paths ?? []).map((p) => rt.resolve(p, { allowMissing: true })));
       await rt.git.refuseProgramDrivers(ctx.signal);
-      const result = await rt.git.run("status", paths.map((p) => gitPathArg(p.relative)), { signal: ctx.signal });
+      const result = await rt.git.run(
+        "status",
+        paths.map((p) => gitPathArg(p.relative)),
+        { signal: ctx.signal },
+      );
       const { records, truncated: cut } = completeRecords(result);
       let branch: string | null = null;
       const entries: { path: string; index: string; worktree: string }[] = [];

@@ -37,7 +37,16 @@ export function writeFileTool(rt: RepoRuntime) {
       const body = cutToBytes(diff, MAX_PREVIEW_BODY_BYTES);
       return {
         summary: `${change === "create" ? "Create" : change === "modify" ? "Change" : "Rewrite (unchanged)"} ${file.relative} (+${added} -${removed} lines)`,
-        details: { path: file.relative, change, bytes, added, removed, sha256Before: before === null ? null : sha256(before), sha256After: sha256(input.content), diffTruncated: body.truncated },
+        details: {
+          path: file.relative,
+          change,
+          bytes,
+          added,
+          removed,
+          sha256Before: before === null ? null : sha256(before),
+          sha256After: sha256(input.content),
+          diffTruncated: body.truncated,
+        },
         body: body.text,
       };
     },

@@ -27,7 +27,10 @@ describe("gate step: approve", () => {
   it("5. a grant runs the call once; it cannot be used twice", async () => {
     const { gate, calls, store } = setup();
     const { grant } = await approve(gate, "notes.add_note", { id: "n", text: "hello" });
-    expect(await gate.invoke("notes.add_note", { id: "n", text: "hello" }, { ...base, approval: grant })).toMatchObject({ status: "ok", output: { id: "n", bytes: 5 } });
+    expect(await gate.invoke("notes.add_note", { id: "n", text: "hello" }, { ...base, approval: grant })).toMatchObject({
+      status: "ok",
+      output: { id: "n", bytes: 5 },
+    });
     expect(calls("notes.add_note")).toBe(1);
     // Same grant, new key: the grant is spent.
     const reuse = await gate.invoke("notes.add_note", { id: "n", text: "hello" }, { ...base, approval: grant, idempotencyKey: "fresh" });
@@ -59,25 +62,26 @@ describe("gate step: approve", () => {
   it("5. each binding field alone makes a grant not fit: tool, input (same preview), principal, tenant, preview", async () => {
     // Twin tools whose preview leaves out part of the input, so the input (or the tool) can change
     // while the preview stays the same.
-    const labelTool = (id: "notes.label_note" | "notes.tag_note") => defineTool({
-      id,
-      title: "Label a note",
-      description: "Attach a label; the preview names the note only.",
-      input: z.object({ id: z.string(), label: z.string() }).strict(),
-      output: z.object({ id: z.string() }),
-      actionType: "notes-write",
-      effect: "write",
-      requiredAllowlist: ["notes:write"],
-      risk: "medium",
-      approval: "always",
-      preview: (input) => ({ summary: `Label note ${input.id}`, details: { exists: shared.has(input.id) } }),
-      idempotent: true,
-      retryable: true,
-      reversible: true,
-      runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
-      untrustedOutput: false,
-      handler: (input) => ({ id: input.id }),
-    });
+    const labelTool = (id: "notes.label_note" | "notes.tag_note") =>
+      defineTool({
+        id,
+        title: "Label a note",
+        description: "Attach a label; the preview names the note only.",
+        input: z.object({ id: z.string(), label: z.string() }).strict(),
+        output: z.object({ id: z.string() }),
+        actionType: "notes-write",
+        effect: "write",
+        requiredAllowlist: ["notes:write"],
+        risk: "medium",
+        approval: "always",
+        preview: (input) => ({ summary: `Label note ${input.id}`, details: { exists: shared.has(input.id) } }),
+        idempotent: true,
+        retryable: true,
+        reversible: true,
+        runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
+        untrustedOutput: false,
+        handler: (input) => ({ id: input.id }),
+      });
     const shared = new Set<string>(["n"]);
     const { gate, calls } = setup({ extraTools: [labelTool("notes.label_note"), labelTool("notes.tag_note")] });
     const approved = { id: "n", label: "done" };
@@ -119,12 +123,18 @@ describe("gate step: approve", () => {
     if (first.status !== "approval_required") throw new Error("expected approval");
     const grant = await gate.approvals.grant(first.requestId, { approver: "human", ttlMs: 1000 });
     now += 1001;
-    expect(await gate.invoke("notes.add_note", { id: "a", text: "b" }, { ...base, approval: grant })).toMatchObject({ status: "denied", code: "approval_expired" });
+    expect(await gate.invoke("notes.add_note", { id: "a", text: "b" }, { ...base, approval: grant })).toMatchObject({
+      status: "denied",
+      code: "approval_expired",
+    });
     const second = await gate.invoke("notes.add_note", { id: "c", text: "d" }, base);
     if (second.status !== "approval_required") throw new Error("expected approval");
     await gate.approvals.deny(second.requestId, { approver: "human", reason: "not today" });
     const forged = { requestId: second.requestId, token: "t".repeat(43), toolId: "notes.add_note", expiresAt: new Date(now + 1000).toISOString() };
-    expect(await gate.invoke("notes.add_note", { id: "c", text: "d" }, { ...base, approval: forged })).toMatchObject({ status: "denied", code: "approval_denied" });
+    expect(await gate.invoke("notes.add_note", { id: "c", text: "d" }, { ...base, approval: forged })).toMatchObject({
+      status: "denied",
+      code: "approval_denied",
+    });
     expect(store.writes).toBe(0);
   });
 });

@@ -21,19 +21,19 @@ export const approve: Step<Checked, Approved> = {
 };
 
 async function checkPresentedGrant(c: Checked, approval: BuiltPreview, env: GateEnv): Promise<Approved | InvokeResult<unknown>> {
-    if (!c.call.approval) return requestApproval(env, c, "call", approval.preview, approval.previewHash);
-    const grant = grantCheckFor(env, c, c.call.approval, approval.previewHash);
-    let request;
-    try {
-      request = await env.journal.getApproval(grant.requestId);
-    } catch (cause) {
-      return refuse(env, c, "error", new ToolError("journal_failed", "the journal could not be read", { cause }));
-    }
-    const verdict = checkGrant(request, grant);
-    if (!("ok" in verdict)) {
-      await audit(env, c, "approval.refused", { requestId: grant.requestId, status: verdict.status, mismatched: verdict.mismatched ?? [] });
-      return refuse(env, c, "denied", grantRefusal(verdict, grant.requestId));
-    }
-    (c as Writable<Approved>).grant = grant;
-    return c as Approved;
+  if (!c.call.approval) return requestApproval(env, c, "call", approval.preview, approval.previewHash);
+  const grant = grantCheckFor(env, c, c.call.approval, approval.previewHash);
+  let request;
+  try {
+    request = await env.journal.getApproval(grant.requestId);
+  } catch (cause) {
+    return refuse(env, c, "error", new ToolError("journal_failed", "the journal could not be read", { cause }));
+  }
+  const verdict = checkGrant(request, grant);
+  if (!("ok" in verdict)) {
+    await audit(env, c, "approval.refused", { requestId: grant.requestId, status: verdict.status, mismatched: verdict.mismatched ?? [] });
+    return refuse(env, c, "denied", grantRefusal(verdict, grant.requestId));
+  }
+  (c as Writable<Approved>).grant = grant;
+  return c as Approved;
 }

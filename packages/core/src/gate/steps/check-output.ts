@@ -17,7 +17,12 @@ export const checkOutput: Step<Ran, OutputChecked> = {
     }
     if (!checked.success) {
       const issues = checked.error.issues.map((i: z.core.$ZodIssue) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`);
-      return settleFailure(env, c, "effect_completed", new ToolError("output_invalid", `${manifest.id} returned output that does not match its schema: ${issues.join("; ")}`));
+      return settleFailure(
+        env,
+        c,
+        "effect_completed",
+        new ToolError("output_invalid", `${manifest.id} returned output that does not match its schema: ${issues.join("; ")}`),
+      );
     }
     const next = c as unknown as Writable<OutputChecked>;
     next.output = checked.data;

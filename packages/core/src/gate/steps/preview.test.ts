@@ -27,7 +27,14 @@ describe("gate step: preview", () => {
         untrustedOutput: false,
         handler: () => ({}),
       });
-    for (const preview of [() => { throw new Error("boom"); }, () => ({ summary: "" }), () => "text", () => ({ summary: "ok", details: [1] })]) {
+    for (const preview of [
+      () => {
+        throw new Error("boom");
+      },
+      () => ({ summary: "" }),
+      () => "text",
+      () => ({ summary: "ok", details: [1] }),
+    ]) {
       const { gate, journal } = setup({ extraTools: [broken(preview)] });
       const result = await gate.invoke("notes.broken_preview", {}, base);
       expect(result).toMatchObject({ status: "error", code: "preview_invalid", boundary: "pre_effect_refusal" });
@@ -82,7 +89,9 @@ describe("gate step: preview", () => {
         requiredAllowlist: ["notes:write"],
         risk: "medium",
         approval: "always",
-        preview: async (input, ctx) => ({ summary: usesClient ? `Reply to ${(await ctx.connector!.client<{ subject: string }>()).subject}` : `Send to ${input.to}` }),
+        preview: async (input, ctx) => ({
+          summary: usesClient ? `Reply to ${(await ctx.connector!.client<{ subject: string }>()).subject}` : `Send to ${input.to}`,
+        }),
         idempotent: false,
         retryable: false,
         reversible: false,
@@ -94,7 +103,10 @@ describe("gate step: preview", () => {
     const { gate } = setup({ connectors: runtime, extraTools: [make("notes.send_plain", false), make("notes.send_reply", true)] });
     expect(await gate.invoke("notes.send_plain", { to: "a" }, base)).toMatchObject({ status: "approval_required", preview: { summary: "Send to a" } });
     expect(opened).toEqual([]);
-    expect(await gate.invoke("notes.send_reply", { to: "a" }, base)).toMatchObject({ status: "approval_required", preview: { summary: "Reply to from the provider" } });
+    expect(await gate.invoke("notes.send_reply", { to: "a" }, base)).toMatchObject({
+      status: "approval_required",
+      preview: { summary: "Reply to from the provider" },
+    });
     expect(opened).toEqual(["notes.send_reply"]);
   });
 
@@ -132,7 +144,11 @@ describe("gate step: preview", () => {
       handler: () => ({}),
     });
     const { gate, journal } = setup({ connectors: runtime, extraTools: [tool] });
-    expect(await gate.invoke("notes.send_checked", { to: "a" }, base)).toMatchObject({ status: "error", code: "scope_missing", boundary: "pre_effect_refusal" });
+    expect(await gate.invoke("notes.send_checked", { to: "a" }, base)).toMatchObject({
+      status: "error",
+      code: "scope_missing",
+      boundary: "pre_effect_refusal",
+    });
     expect(checked).toEqual(["notes.send_checked"]);
     expect(opened).toEqual([]);
     expect(await journal.listApprovals()).toEqual([]);

@@ -25,18 +25,23 @@ export const preview: Step<Authorized, Previewed> = {
 };
 
 async function previewForApproval(c: Authorized, env: GateEnv): Promise<Previewed | InvokeResult<unknown>> {
-    if (c.manifest.connector && env.connectors?.check) {
-      const check = env.connectors.check.bind(env.connectors);
-      try {
-        await bounded(c, "checking the connection", (signal) => check(connectorRequest(env, c, signal)));
-      } catch (cause) {
-        return refuse(env, c, "error", ToolError.is(cause) ? cause : new ToolError("connector_unavailable", `could not check connector ${c.manifest.connector.provider}`, { cause }));
-      }
+  if (c.manifest.connector && env.connectors?.check) {
+    const check = env.connectors.check.bind(env.connectors);
+    try {
+      await bounded(c, "checking the connection", (signal) => check(connectorRequest(env, c, signal)));
+    } catch (cause) {
+      return refuse(
+        env,
+        c,
+        "error",
+        ToolError.is(cause) ? cause : new ToolError("connector_unavailable", `could not check connector ${c.manifest.connector.provider}`, { cause }),
+      );
     }
-    const built = await buildPreview(env, c);
-    if (ToolError.is(built)) return refuse(env, c, "error", built);
-    (c as Writable<Previewed>).approval = built;
-    return c as Previewed;
+  }
+  const built = await buildPreview(env, c);
+  if (ToolError.is(built)) return refuse(env, c, "error", built);
+  (c as Writable<Previewed>).approval = built;
+  return c as Previewed;
 }
 
 function approvalRequired(c: Authorized): boolean {

@@ -44,14 +44,22 @@ describe("gate step: record-intent", () => {
         return {};
       },
     });
-    const gate = createGate({ registry: createToolRegistry({ families: [defineFamily({ name: "notes", tools: [tool], permissions: ["notes:write"] })] }), journal: slowJournal });
+    const gate = createGate({
+      registry: createToolRegistry({ families: [defineFamily({ name: "notes", tools: [tool], permissions: ["notes:write"] })] }),
+      journal: slowJournal,
+    });
     expect(await gate.invoke("notes.touch_note", {}, base)).toMatchObject({ status: "ok" });
     expect(order).toEqual(["intent:start", "intent:durable", "handler"]);
   });
 
   it("7. when the journal cannot record the intent, the handler never runs", async () => {
     const memory = createMemoryJournal();
-    const failing: Journal = { ...memory, beginIntent: async () => { throw new Error("disk full"); } };
+    const failing: Journal = {
+      ...memory,
+      beginIntent: async () => {
+        throw new Error("disk full");
+      },
+    };
     const store = createNotesStore();
     const gate = createGate({ registry: createToolRegistry({ families: [createNotesTools(store)] }), journal: failing });
     const result = await gate.invoke("notes.sync_notes", { delayMs: 0 }, base);

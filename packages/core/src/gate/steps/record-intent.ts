@@ -30,41 +30,41 @@ export const recordIntent: Step<Approved, Intended> = {
 
 /** A call without an outbox entry that needed a human: the grant is consumed on its own. */
 async function consumeGrantAlone(c: Intended, grant: GrantCheck, env: GateEnv): Promise<Intended | InvokeResult<unknown>> {
-        const outcome = await env.journal.consumeGrant(grant, {
-          type: "approval.used",
-          at: env.iso(),
-          invocationId: c.invocationId,
-          toolId: c.manifest.id,
-          principal: c.call.principal,
-          tenant: c.call.tenant,
-          data: { requestId: grant.requestId },
-        });
-        if (outcome.status !== "consumed") return refuse(env, c, "denied", grantRefusal(outcome, grant.requestId));
-        return c;
+  const outcome = await env.journal.consumeGrant(grant, {
+    type: "approval.used",
+    at: env.iso(),
+    invocationId: c.invocationId,
+    toolId: c.manifest.id,
+    principal: c.call.principal,
+    tenant: c.call.tenant,
+    data: { requestId: grant.requestId },
+  });
+  if (outcome.status !== "consumed") return refuse(env, c, "denied", grantRefusal(outcome, grant.requestId));
+  return c;
 }
 
 async function beginIntent(c: Writable<Intended>, env: GateEnv): Promise<Intended | InvokeResult<unknown>> {
-    const intent = intentFor(env, c);
-    let retake: { attempts: number; states: readonly OutboxState[] } | undefined;
-    if (c.existing) {
-      const verdict = c.retakeFrom ? { retake: c.retakeFrom } : await judgeExisting(env, c, c.existing);
-      if (!("retake" in verdict)) return verdict;
-      retake = { attempts: c.existing.attempts, states: verdict.retake };
-    }
-    let begun;
-    try {
-      begun = await env.journal.beginIntent(intent, { ...(c.grant ? { grant: c.grant } : {}), ...(retake ? { retake } : {}) });
-    } catch (cause) {
-      return refuse(env, c, "error", new ToolError("journal_failed", "the intent could not be recorded, so the call was not run", { cause }));
-    }
-    if (begun.status === "grant_refused") return refuse(env, c, "denied", grantRefusal(begun.outcome, c.grant?.requestId ?? ""));
-    if (begun.status === "existing") {
-      const verdict = await judgeExisting(env, c, begun.entry);
-      if (!("retake" in verdict)) return verdict;
-      return refuse(env, c, "denied", new ToolError("idempotency_in_flight", "another attempt with this idempotency key started at the same time"));
-    }
-    c.intent = intent;
-    return c;
+  const intent = intentFor(env, c);
+  let retake: { attempts: number; states: readonly OutboxState[] } | undefined;
+  if (c.existing) {
+    const verdict = c.retakeFrom ? { retake: c.retakeFrom } : await judgeExisting(env, c, c.existing);
+    if (!("retake" in verdict)) return verdict;
+    retake = { attempts: c.existing.attempts, states: verdict.retake };
+  }
+  let begun;
+  try {
+    begun = await env.journal.beginIntent(intent, { ...(c.grant ? { grant: c.grant } : {}), ...(retake ? { retake } : {}) });
+  } catch (cause) {
+    return refuse(env, c, "error", new ToolError("journal_failed", "the intent could not be recorded, so the call was not run", { cause }));
+  }
+  if (begun.status === "grant_refused") return refuse(env, c, "denied", grantRefusal(begun.outcome, c.grant?.requestId ?? ""));
+  if (begun.status === "existing") {
+    const verdict = await judgeExisting(env, c, begun.entry);
+    if (!("retake" in verdict)) return verdict;
+    return refuse(env, c, "denied", new ToolError("idempotency_in_flight", "another attempt with this idempotency key started at the same time"));
+  }
+  c.intent = intent;
+  return c;
 }
 
 function intentFor(env: GateEnv, c: Approved): IntentInput {

@@ -30,13 +30,13 @@ export const redactAndFence: Step<OutputChecked, Fenced> = {
 };
 
 async function hold(c: Writable<Fenced>, env: GateEnv): Promise<Fenced> {
-    const { manifest } = c.tool;
-    const findings = c.findings;
-    const preview: ApprovalPreview = {
-      summary: `Output of ${manifest.id} contains text that reads like instructions; release it to the model?`,
-      details: { findings: findings.map((f) => ({ rule: f.rule, path: f.path, excerpt: f.excerpt })) },
-    };
-    // The result is still settled (a grant releases it from the outbox); the caller is told to ask a human.
-    c.held = await requestApproval(env, c, "output", preview, hashCanonical(preview), findings);
-    return c;
+  const { manifest } = c.tool;
+  const findings = c.findings;
+  const preview: ApprovalPreview = {
+    summary: `Output of ${manifest.id} contains text that reads like instructions; release it to the model?`,
+    details: { findings: findings.map((f) => ({ rule: f.rule, path: f.path, excerpt: f.excerpt })) },
+  };
+  // The result is still settled (a grant releases it from the outbox); the caller is told to ask a human.
+  c.held = await requestApproval(env, c, "output", preview, hashCanonical(preview), findings);
+  return c;
 }

@@ -23,7 +23,10 @@ describe("gate step: derive-key and replay-completed", () => {
     const { gate } = setup();
     const syncs = { delayMs: 0, ignoreSignal: false };
     expect(await gate.invoke("notes.sync_notes", syncs, { ...base, idempotencyKey: "k" })).toMatchObject({ status: "ok" });
-    expect(await gate.invoke("notes.sync_notes", { ...syncs, delayMs: 1 }, { ...base, idempotencyKey: "k" })).toMatchObject({ status: "denied", code: "idempotency_conflict" });
+    expect(await gate.invoke("notes.sync_notes", { ...syncs, delayMs: 1 }, { ...base, idempotencyKey: "k" })).toMatchObject({
+      status: "denied",
+      code: "idempotency_conflict",
+    });
     // Another tenant with the same key is a different key: it runs.
     expect(await gate.invoke("notes.sync_notes", syncs, { ...base, tenant: "tenant-b", idempotencyKey: "k" })).toMatchObject({ status: "ok", replayed: false });
   });
@@ -72,7 +75,12 @@ describe("gate step: derive-key and replay-completed", () => {
   it("6. without a key, an identical call after the retry window is a new call", async () => {
     let now = Date.parse("2026-01-01T00:00:00Z");
     const store = createNotesStore();
-    const gate = createGate({ registry: createToolRegistry({ families: [createNotesTools(store)] }), journal: createMemoryJournal(), clock: () => now, derivedKeyWindowMs: 60_000 });
+    const gate = createGate({
+      registry: createToolRegistry({ families: [createNotesTools(store)] }),
+      journal: createMemoryJournal(),
+      clock: () => now,
+      derivedKeyWindowMs: 60_000,
+    });
     expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, base)).toMatchObject({ status: "ok", replayed: false });
     now += 30_000;
     expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, base)).toMatchObject({ status: "ok", replayed: true });

@@ -21,17 +21,17 @@ export const replayCompleted: Step<Keyed, Checked> = {
 };
 
 async function lookUpKey(c: Keyed, env: GateEnv): Promise<Checked | InvokeResult<unknown>> {
-    let existing;
-    try {
-      existing = await env.journal.getIntent(c.key);
-    } catch (cause) {
-      return refuse(env, c, "error", new ToolError("journal_failed", "the journal could not be read", { cause }));
-    }
-    const next = c as Writable<Checked>;
-    next.existing = existing;
-    if (existing?.state !== "completed" && existing?.state !== "pending") return next;
-    const verdict = await judgeExisting(env, c, existing);
-    if (!("retake" in verdict)) return verdict;
-    next.retakeFrom = verdict.retake;
-    return next;
+  let existing;
+  try {
+    existing = await env.journal.getIntent(c.key);
+  } catch (cause) {
+    return refuse(env, c, "error", new ToolError("journal_failed", "the journal could not be read", { cause }));
+  }
+  const next = c as Writable<Checked>;
+  next.existing = existing;
+  if (existing?.state !== "completed" && existing?.state !== "pending") return next;
+  const verdict = await judgeExisting(env, c, existing);
+  if (!("retake" in verdict)) return verdict;
+  next.retakeFrom = verdict.retake;
+  return next;
 }

@@ -23,7 +23,10 @@ describe("gate step: resolve", () => {
 
   it("malformed call options from the host are refused and journaled", async () => {
     const { gate, journal } = setup();
-    expect(await gate.invoke("notes.word_count", { text: "a" }, { principal: "", tenant: "t", profile: full })).toMatchObject({ status: "error", code: "config_invalid" });
+    expect(await gate.invoke("notes.word_count", { text: "a" }, { principal: "", tenant: "t", profile: full })).toMatchObject({
+      status: "error",
+      code: "config_invalid",
+    });
     expect(await gate.invoke("notes.word_count", { text: "a" }, { ...base, idempotencyKey: "" })).toMatchObject({ status: "error", code: "config_invalid" });
     expect((await journal.readAudit()).filter((e) => e.type === "call.refused")).toHaveLength(2);
   });

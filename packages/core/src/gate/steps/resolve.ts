@@ -38,7 +38,10 @@ function checkCallOptions(call: CallOptions): ToolError | undefined {
   if (typeof call.principal !== "string" || call.principal === "") problems.push("principal");
   if (typeof call.tenant !== "string" || call.tenant === "") problems.push("tenant");
   if (!call.profile || !Array.isArray(call.profile.allow)) problems.push("profile (from defineProfile)");
-  if (call.idempotencyKey !== undefined && (typeof call.idempotencyKey !== "string" || call.idempotencyKey.length === 0 || call.idempotencyKey.length > MAX_KEY_LENGTH)) {
+  if (
+    call.idempotencyKey !== undefined &&
+    (typeof call.idempotencyKey !== "string" || call.idempotencyKey.length === 0 || call.idempotencyKey.length > MAX_KEY_LENGTH)
+  ) {
     problems.push(`idempotencyKey (1–${MAX_KEY_LENGTH} characters)`);
   }
   return problems.length === 0 ? undefined : new ToolError("config_invalid", `invoke's call options are missing or malformed: ${problems.join(", ")}`);

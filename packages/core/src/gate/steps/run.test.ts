@@ -16,7 +16,11 @@ describe("gate step: run", () => {
     expect(store.writes).toBe(0);
     const before = new AbortController();
     before.abort();
-    expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, { ...base, signal: before.signal, idempotencyKey: "other" })).toMatchObject({ status: "error", code: "cancelled", boundary: "pre_effect_refusal" });
+    expect(await gate.invoke("notes.sync_notes", { delayMs: 0 }, { ...base, signal: before.signal, idempotencyKey: "other" })).toMatchObject({
+      status: "error",
+      code: "cancelled",
+      boundary: "pre_effect_refusal",
+    });
   });
 
   it("8. a handler that ignores its deadline gets timeout + effect_state_unknown; its late result is journaled, never returned", async () => {
@@ -61,7 +65,12 @@ describe("gate step: run", () => {
   it("8. a handler's own ToolError keeps its code; an unclassified throw from a write is effect_state_unknown", async () => {
     const { gate } = setup();
     // A definite answer is not retryable, even from a tool declared retryable.
-    expect(await gate.invoke("notes.read_note", { id: "missing" }, base)).toMatchObject({ status: "error", code: "not_found", boundary: "effect_failed", retryable: false });
+    expect(await gate.invoke("notes.read_note", { id: "missing" }, base)).toMatchObject({
+      status: "error",
+      code: "not_found",
+      boundary: "effect_failed",
+      retryable: false,
+    });
     const thrower = defineTool({
       id: "notes.explode",
       title: "Explode",

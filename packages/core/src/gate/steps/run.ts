@@ -32,7 +32,9 @@ async function openThenRun(c: Runnable, env: GateEnv): Promise<Ran | InvokeResul
   try {
     connector = await bounded(c, "opening the connector", (signal) => openConnector(env, c, signal));
   } catch (cause) {
-    const error = ToolError.is(cause) ? cause : new ToolError("connector_unavailable", `could not open connector ${c.tool.manifest.connector?.provider}`, { cause });
+    const error = ToolError.is(cause)
+      ? cause
+      : new ToolError("connector_unavailable", `could not open connector ${c.tool.manifest.connector?.provider}`, { cause });
     return settleFailure(env, c, "effect_not_started", error);
   }
   return runBody(c, env, connector);
@@ -69,7 +71,13 @@ function contextFor(env: GateEnv, c: Runnable, run: HandlerRun, connector: Conne
       const listener = c.call.onProgress;
       if (!listener || run.aborted) return;
       try {
-        listener(env.redactor.redact({ message: String(event?.message ?? ""), ...(event?.fraction === undefined ? {} : { fraction: event.fraction }), ...(event?.data ? { data: event.data } : {}) }));
+        listener(
+          env.redactor.redact({
+            message: String(event?.message ?? ""),
+            ...(event?.fraction === undefined ? {} : { fraction: event.fraction }),
+            ...(event?.data ? { data: event.data } : {}),
+          }),
+        );
       } catch {
         // a listener's failure is not the tool's
       }

@@ -19,7 +19,13 @@ export const settle: Step<Fenced, never> = {
           intentHash: c.intent.intentHash,
           invocationId: c.invocationId,
           at: env.iso(),
-          result: { output: c.output, outputHash: c.outputHash, untrusted: manifest.untrustedOutput, findings: c.findings, ...(heldBy === undefined ? {} : { heldBy }) },
+          result: {
+            output: c.output,
+            outputHash: c.outputHash,
+            untrusted: manifest.untrustedOutput,
+            findings: c.findings,
+            ...(heldBy === undefined ? {} : { heldBy }),
+          },
           audit: env.redactor.redact({ durationMs: env.clock() - c.startedAt, result: c.described, ...flagged }),
         });
       } catch {
@@ -36,7 +42,13 @@ export const settle: Step<Fenced, never> = {
         };
       }
     } else {
-      receipt = await audit(env, c, "call.completed", { inputHash: c.inputHash, outputHash: c.outputHash, result: c.described, durationMs: env.clock() - c.startedAt, ...flagged });
+      receipt = await audit(env, c, "call.completed", {
+        inputHash: c.inputHash,
+        outputHash: c.outputHash,
+        result: c.described,
+        durationMs: env.clock() - c.startedAt,
+        ...flagged,
+      });
     }
     return c.held ?? okResult(c, c.output, c.findings, false, receipt, c.outputJson);
   },

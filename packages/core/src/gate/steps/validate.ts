@@ -20,12 +20,19 @@ export const validate: Step<Frozen, Validated> = {
   },
 };
 
-export function parseInput(manifest: AnyToolManifest, value: unknown, redactor: Redactor): { data: unknown } | { error: ToolError; issues: ErrorResult["issues"] } {
+export function parseInput(
+  manifest: AnyToolManifest,
+  value: unknown,
+  redactor: Redactor,
+): { data: unknown } | { error: ToolError; issues: ErrorResult["issues"] } {
   let parsed: z.ZodSafeParseResult<unknown>;
   try {
     parsed = manifest.input.safeParse(value);
   } catch (cause) {
-    return { error: new ToolError("invalid_input", `input for ${manifest.id} could not be validated: ${redactor.redactText(errorText(cause))}`, { cause }), issues: [] };
+    return {
+      error: new ToolError("invalid_input", `input for ${manifest.id} could not be validated: ${redactor.redactText(errorText(cause))}`, { cause }),
+      issues: [],
+    };
   }
   if (parsed.success) return { data: parsed.data };
   const issues = parsed.error.issues.map((i: z.core.$ZodIssue) => ({ path: i.path.map(String).join(".") || "(root)", message: i.message, code: i.code }));

@@ -64,7 +64,8 @@ export function calendarRoutes(current: () => CalendarStore): Route[] {
       verb: "PATCH",
       pattern: new RegExp(`^/calendar/v3/calendars/${SEG}/events/${SEG}$`),
       id: "calendar.events.patch",
-      handle: (r) => ok(current().patch(r.params[0]!, r.params[1]!, r.body, r.url.searchParams, ifMatchOf(r.headers["if-match"])) satisfies calendar_v3.Schema$Event),
+      handle: (r) =>
+        ok(current().patch(r.params[0]!, r.params[1]!, r.body, r.url.searchParams, ifMatchOf(r.headers["if-match"])) satisfies calendar_v3.Schema$Event),
     },
     {
       verb: "DELETE",

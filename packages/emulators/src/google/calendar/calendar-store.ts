@@ -147,7 +147,8 @@ export class CalendarStore {
     this.writable(calendar);
     const stored = calendar.events.get(eventId);
     if (!stored || stored.event.status === "cancelled") throw notFound("Not Found");
-    if (ifMatch !== undefined && ifMatch !== "*" && ifMatch !== stored.event.etag) throw new ApiError(412, "conditionNotMet", "Precondition Failed", { location: "If-Match", locationType: "header" });
+    if (ifMatch !== undefined && ifMatch !== "*" && ifMatch !== stored.event.etag)
+      throw new ApiError(412, "conditionNotMet", "Precondition Failed", { location: "If-Match", locationType: "header" });
     if (!isRecord(body)) throw badRequest("Bad Request", "badRequest");
     const { id: _id, etag: _etag, kind: _kind, created: _created, iCalUID: _ical, ...changes } = body as calendar_v3.Schema$Event;
     const next = merge(structuredClone(stored.event) as Record<string, unknown>, changes as Record<string, unknown>) as calendar_v3.Schema$Event;
@@ -169,7 +170,8 @@ export class CalendarStore {
     const stored = calendar.events.get(eventId);
     if (!stored) throw notFound("Not Found");
     if (stored.event.status === "cancelled") throw new ApiError(410, "deleted", "Resource has been deleted");
-    if (ifMatch !== undefined && ifMatch !== "*" && ifMatch !== stored.event.etag) throw new ApiError(412, "conditionNotMet", "Precondition Failed", { location: "If-Match", locationType: "header" });
+    if (ifMatch !== undefined && ifMatch !== "*" && ifMatch !== stored.event.etag)
+      throw new ApiError(412, "conditionNotMet", "Precondition Failed", { location: "If-Match", locationType: "header" });
     stored.event = { ...stored.event, status: "cancelled", etag: this.etag(), updated: new Date(this.clock()).toISOString() };
     this.notify(calendar, stored, "cancel", params);
   }
@@ -204,7 +206,9 @@ export class CalendarStore {
         if (last && span[0] <= last[1]) last[1] = Math.max(last[1], span[1]);
         else merged.push([...span]);
       }
-      calendars[id] = { busy: merged.map(([s, e]) => ({ start: new Date(s).toISOString().replace(".000Z", "Z"), end: new Date(e).toISOString().replace(".000Z", "Z") })) };
+      calendars[id] = {
+        busy: merged.map(([s, e]) => ({ start: new Date(s).toISOString().replace(".000Z", "Z"), end: new Date(e).toISOString().replace(".000Z", "Z") })),
+      };
     }
     return { kind: "calendar#freeBusy", timeMin: request.timeMin ?? null, timeMax: request.timeMax ?? null, calendars };
   }
@@ -233,7 +237,8 @@ export class CalendarStore {
   }
 
   private writable(calendar: StoredCalendar): void {
-    if (calendar.entry.accessRole !== "owner" && calendar.entry.accessRole !== "writer") throw new ApiError(403, "requiredAccessLevel", "You need to have writer access to this calendar.");
+    if (calendar.entry.accessRole !== "owner" && calendar.entry.accessRole !== "writer")
+      throw new ApiError(403, "requiredAccessLevel", "You need to have writer access to this calendar.");
   }
 
   private etag(): string {
@@ -243,7 +248,9 @@ export class CalendarStore {
   private notify(calendar: StoredCalendar, stored: StoredEvent, kind: CalendarNotification["kind"], params: URLSearchParams): void {
     const mode = params.get("sendUpdates") ?? (params.get("sendNotifications") === "true" ? "all" : "none");
     if (mode !== "all" && mode !== "externalOnly") return;
-    const recipients = (stored.event.attendees ?? []).filter((a) => !a.self && a.email && a.email.toLowerCase() !== this.owner).map((a) => a.email!.toLowerCase());
+    const recipients = (stored.event.attendees ?? [])
+      .filter((a) => !a.self && a.email && a.email.toLowerCase() !== this.owner)
+      .map((a) => a.email!.toLowerCase());
     if (recipients.length > 0) this.notificationLog.push({ calendarId: calendar.entry.id ?? "", eventId: stored.event.id ?? "", kind, recipients });
   }
 }
@@ -263,7 +270,10 @@ function timesOf(event: calendar_v3.Schema$Event, calendarZone: string): { start
   if (!start || (!start.date && !start.dateTime)) throw badRequest("Missing start time.", "required");
   if (!end || (!end.date && !end.dateTime)) throw badRequest("Missing end time.", "required");
   if (Boolean(start.date) !== Boolean(end.date)) throw badRequest("Start and end times must either both be date or both be dateTime.", "invalid");
-  for (const [which, t] of [["start", start], ["end", end]] as const) {
+  for (const [which, t] of [
+    ["start", start],
+    ["end", end],
+  ] as const) {
     if (t.timeZone && !isTimeZone(t.timeZone)) throw badRequest(`Invalid time zone definition for ${which} time.`, "invalid");
     if (t.date && t.dateTime) throw badRequest(`Invalid ${which} time.`, "invalid");
   }
@@ -298,11 +308,23 @@ function searchText(event: calendar_v3.Schema$Event): string {
 function expand(stored: StoredEvent, calendarZone: string, timeMin: number | undefined, timeMax: number | undefined): StoredEvent[] {
   const rule = (stored.event.recurrence ?? []).find((r) => r.startsWith("RRULE:"));
   if (!rule) return [stored];
-  const fields = Object.fromEntries(rule.slice(6).split(";").map((kv) => kv.split("=") as [string, string]));
+  const fields = Object.fromEntries(
+    rule
+      .slice(6)
+      .split(";")
+      .map((kv) => kv.split("=") as [string, string]),
+  );
   const stepDays = (fields["FREQ"] === "WEEKLY" ? 7 : fields["FREQ"] === "DAILY" ? 1 : 0) * Math.max(1, Number(fields["INTERVAL"] ?? 1));
   if (stepDays === 0) return [stored];
   const count = fields["COUNT"] ? Number(fields["COUNT"]) : Infinity;
-  const until = fields["UNTIL"] ? Date.parse(fields["UNTIL"].replace(/^(\d{4})(\d{2})(\d{2})(T(\d{2})(\d{2})(\d{2})Z)?$/, (_, y, m, d, t, hh, mm, ss) => `${y}-${m}-${d}T${t ? `${hh}:${mm}:${ss}` : "23:59:59"}Z`)) : Infinity;
+  const until = fields["UNTIL"]
+    ? Date.parse(
+        fields["UNTIL"].replace(
+          /^(\d{4})(\d{2})(\d{2})(T(\d{2})(\d{2})(\d{2})Z)?$/,
+          (_, y, m, d, t, hh, mm, ss) => `${y}-${m}-${d}T${t ? `${hh}:${mm}:${ss}` : "23:59:59"}Z`,
+        ),
+      )
+    : Infinity;
   const zone = stored.event.start?.timeZone ?? calendarZone;
   const first = localTimeOf(stored.startMs, zone);
   const duration = stored.endMs - stored.startMs;
@@ -314,12 +336,26 @@ function expand(stored: StoredEvent, calendarZone: string, timeMin: number | und
     const endMs = startMs + duration;
     if (timeMin !== undefined && endMs <= timeMin) continue;
     const allDay = Boolean(stored.event.start?.date);
-    const stamp = allDay ? day.toISOString().slice(0, 10).replace(/-/g, "") : new Date(startMs).toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+    const stamp = allDay
+      ? day.toISOString().slice(0, 10).replace(/-/g, "")
+      : new Date(startMs)
+          .toISOString()
+          .replace(/[-:]/g, "")
+          .replace(/\.\d{3}/, "");
     const { recurrence: _r, ...rest } = stored.event;
     const time = (ms: number): calendar_v3.Schema$EventDateTime =>
-      allDay ? { date: ymd(localTimeOf(ms, zone)) } : { dateTime: rfc3339In(ms, zone), ...(stored.event.start?.timeZone ? { timeZone: stored.event.start.timeZone } : {}) };
+      allDay
+        ? { date: ymd(localTimeOf(ms, zone)) }
+        : { dateTime: rfc3339In(ms, zone), ...(stored.event.start?.timeZone ? { timeZone: stored.event.start.timeZone } : {}) };
     out.push({
-      event: { ...structuredClone(rest), id: `${stored.event.id}_${stamp}`, recurringEventId: stored.event.id ?? null, originalStartTime: time(startMs), start: time(startMs), end: time(endMs) },
+      event: {
+        ...structuredClone(rest),
+        id: `${stored.event.id}_${stamp}`,
+        recurringEventId: stored.event.id ?? null,
+        originalStartTime: time(startMs),
+        start: time(startMs),
+        end: time(endMs),
+      },
       startMs,
       endMs,
     });

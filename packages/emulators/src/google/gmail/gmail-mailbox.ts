@@ -6,7 +6,21 @@ import { formatMessage, metadataOnly, type StoredMessage } from "./gmail-message
 import { labelKey, searchMessages } from "./gmail-query.js";
 import { addressesIn, composeMime, decodeWords, headerValue, leavesOf, parseMime, plainTextOf } from "./mime.js";
 
-const SYSTEM_LABELS = ["INBOX", "SENT", "DRAFT", "TRASH", "SPAM", "UNREAD", "STARRED", "IMPORTANT", "CATEGORY_PERSONAL", "CATEGORY_SOCIAL", "CATEGORY_PROMOTIONS", "CATEGORY_UPDATES", "CATEGORY_FORUMS"];
+const SYSTEM_LABELS = [
+  "INBOX",
+  "SENT",
+  "DRAFT",
+  "TRASH",
+  "SPAM",
+  "UNREAD",
+  "STARRED",
+  "IMPORTANT",
+  "CATEGORY_PERSONAL",
+  "CATEGORY_SOCIAL",
+  "CATEGORY_PROMOTIONS",
+  "CATEGORY_UPDATES",
+  "CATEGORY_FORUMS",
+];
 const UNAPPLICABLE = new Set(["DRAFT", "SENT"]);
 
 /**
@@ -208,7 +222,8 @@ export class Mailbox {
     const request = (isRecord(body) ? body : {}) as gmail_v1.Schema$Label;
     const name = typeof request.name === "string" ? request.name.trim() : "";
     if (name === "") throw badRequest("Invalid label name", "invalidArgument");
-    if ([...this.labels.values()].some((l) => labelKey(l.name ?? "") === labelKey(name))) throw new ApiError(409, "duplicate", "Label name exists or conflicts");
+    if ([...this.labels.values()].some((l) => labelKey(l.name ?? "") === labelKey(name)))
+      throw new ApiError(409, "duplicate", "Label name exists or conflicts");
     const id = request.id ?? `Label_${this.labelCounter++}`;
     const label: gmail_v1.Schema$Label = {
       id,
@@ -268,7 +283,8 @@ function summaryOf(m: StoredMessage): gmail_v1.Schema$Message {
 }
 
 function decodeRaw(raw: unknown): Buffer {
-  if (typeof raw !== "string" || raw === "") throw badRequest("'raw' RFC822 payload message string or uploading message via /upload/* URL required", "invalidArgument");
+  if (typeof raw !== "string" || raw === "")
+    throw badRequest("'raw' RFC822 payload message string or uploading message via /upload/* URL required", "invalidArgument");
   if (!/^[A-Za-z0-9_\-+/=\s]*$/.test(raw)) throw badRequest("Invalid value for ByteString", "invalidArgument");
   return Buffer.from(raw.replace(/\s/g, ""), raw.includes("+") || raw.includes("/") ? "base64" : "base64url");
 }

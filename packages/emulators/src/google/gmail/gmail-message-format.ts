@@ -29,7 +29,8 @@ export function metadataOnly(scopes: readonly string[]): boolean {
 export function formatMessage(m: StoredMessage, params: URLSearchParams, scopes: readonly string[]): gmail_v1.Schema$Message {
   const format = params.get("format") ?? "full";
   if (!FORMATS.has(format)) throw badRequest(`Invalid value for format: ${format}`, "invalidParameter");
-  if ((format === "full" || format === "raw") && metadataOnly(scopes)) throw new ApiError(403, "forbidden", `Metadata scope doesn't allow format ${format.toUpperCase()}`);
+  if ((format === "full" || format === "raw") && metadataOnly(scopes))
+    throw new ApiError(403, "forbidden", `Metadata scope doesn't allow format ${format.toUpperCase()}`);
   const base: gmail_v1.Schema$Message = {
     id: m.id,
     threadId: m.threadId,

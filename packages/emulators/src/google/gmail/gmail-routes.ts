@@ -83,7 +83,11 @@ export function gmailRoutes(current: () => Mailbox): Route[] {
         user(r);
         const all = current().listDrafts();
         const { items, nextPageToken } = page(all, r.url.searchParams, 100, 500);
-        const body: gmail_v1.Schema$ListDraftsResponse = { ...(items.length > 0 ? { drafts: items } : {}), ...(nextPageToken ? { nextPageToken } : {}), resultSizeEstimate: all.length };
+        const body: gmail_v1.Schema$ListDraftsResponse = {
+          ...(items.length > 0 ? { drafts: items } : {}),
+          ...(nextPageToken ? { nextPageToken } : {}),
+          resultSizeEstimate: all.length,
+        };
         return ok(body);
       },
     },

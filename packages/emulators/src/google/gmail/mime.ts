@@ -24,7 +24,14 @@ export function parseMime(raw: Buffer, depth = 0): MimePart {
   const disposition = headerValue(headers, "content-disposition");
   const filename = decodeWords(paramOf(disposition ?? "", "filename") ?? params["name"] ?? "");
   if (mimeType.startsWith("multipart/") && params["boundary"] && depth < 16) {
-    return { headers, mimeType, params, body: Buffer.alloc(0), parts: splitMultipart(bodyBytes, params["boundary"]).map((p) => parseMime(p, depth + 1)), filename };
+    return {
+      headers,
+      mimeType,
+      params,
+      body: Buffer.alloc(0),
+      parts: splitMultipart(bodyBytes, params["boundary"]).map((p) => parseMime(p, depth + 1)),
+      filename,
+    };
   }
   const encoding = (headerValue(headers, "content-transfer-encoding") ?? "7bit").trim().toLowerCase();
   return { headers, mimeType, params, body: decodeTransfer(bodyBytes, encoding), parts: [], filename };
@@ -58,7 +65,10 @@ function parseContentType(value: string): [string, Record<string, string>] {
   for (const piece of rest) {
     const eq = piece.indexOf("=");
     if (eq <= 0) continue;
-    params[piece.slice(0, eq).trim().toLowerCase()] = piece.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1");
+    params[piece.slice(0, eq).trim().toLowerCase()] = piece
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, "$1");
   }
   return [type.trim().toLowerCase() || "text/plain", params];
 }
@@ -83,7 +93,10 @@ function decodeTransfer(body: Buffer, encoding: string): Buffer {
   if (encoding === "base64") return Buffer.from(body.toString("latin1").replace(/[^A-Za-z0-9+/=]/g, ""), "base64");
   if (encoding === "quoted-printable") {
     const text = body.toString("latin1").replace(/=\r?\n/g, "");
-    return Buffer.from(text.replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))), "latin1");
+    return Buffer.from(
+      text.replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+      "latin1",
+    );
   }
   return body;
 }
@@ -96,7 +109,10 @@ export function decodeWords(value: string): string {
       const bytes =
         kind.toUpperCase() === "B"
           ? Buffer.from(text, "base64")
-          : Buffer.from(text.replace(/_/g, " ").replace(/=([0-9A-Fa-f]{2})/g, (__, hex: string) => String.fromCharCode(parseInt(hex, 16))), "latin1");
+          : Buffer.from(
+              text.replace(/_/g, " ").replace(/=([0-9A-Fa-f]{2})/g, (__, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+              "latin1",
+            );
       return /^utf-?8$/i.test(charset) ? bytes.toString("utf8") : bytes.toString("latin1");
     });
 }
@@ -160,14 +176,17 @@ export function composeMime(input: ComposeInput): Buffer {
     "MIME-Version: 1.0",
   ];
   const textPart = leaf("text/plain; charset=UTF-8", Buffer.from(input.text, "utf8"));
-  const body =
-    input.html === undefined ? textPart : multipart("alternative", [textPart, leaf("text/html; charset=UTF-8", Buffer.from(input.html, "utf8"))]);
+  const body = input.html === undefined ? textPart : multipart("alternative", [textPart, leaf("text/html; charset=UTF-8", Buffer.from(input.html, "utf8"))]);
   const all =
     input.attachments && input.attachments.length > 0
       ? multipart("mixed", [
           body,
           ...input.attachments.map((a) =>
-            leaf(`${a.mimeType}; name="${a.filename}"`, typeof a.content === "string" ? Buffer.from(a.content, "utf8") : a.content, `attachment; filename="${a.filename}"`),
+            leaf(
+              `${a.mimeType}; name="${a.filename}"`,
+              typeof a.content === "string" ? Buffer.from(a.content, "utf8") : a.content,
+              `attachment; filename="${a.filename}"`,
+            ),
           ),
         ])
       : body;

@@ -43,8 +43,7 @@ export function commentRoutes(world: NotionWorld): NotionRoute[] {
         } else {
           throw invalid("body failed validation: body.parent or body.discussion_id should be defined.");
         }
-        const richText =
-          typeof body["markdown"] === "string" ? textRich(body["markdown"]) : richTextFromRequest(body["rich_text"], "body.rich_text");
+        const richText = typeof body["markdown"] === "string" ? textRich(body["markdown"]) : richTextFromRequest(body["rich_text"], "body.rich_text");
         if (richText.length === 0) throw invalid("body failed validation: body.rich_text should not be empty.");
         const at = world.now();
         const comment: CommentObjectResponse = {
