@@ -107,6 +107,12 @@ for (const dir of workspaces()) {
   const family = dirName.startsWith("tools-") ? dirName.slice("tools-".length) : undefined;
   const connector = dirName.startsWith("connector-");
   const used = new Set();
+  // Files a reader takes in at once: no source file over 400 lines, no file of the gate over 250.
+  for (const file of sourceFiles(src).filter((f) => !TEST.test(f))) {
+    const lines = readFileSync(file, "utf8").split("\n").length - 1;
+    const limit = path.relative(root, file).startsWith(path.join("packages", "core", "src", "gate")) ? 250 : 400;
+    if (lines > limit) report(rel(file), `is ${lines} lines; split it along a seam (at most ${limit})`);
+  }
 
   for (const file of sourceFiles(src)) {
     const test = isTest(file);
@@ -197,5 +203,5 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(
-  "check-conventions: every package's imports match its package.json, no family imports another, no emulator or test kit reaches production code, every family has the one shape",
+  "check-conventions: every package's imports match its package.json, no family imports another, no emulator or test kit reaches production code, every family has the one shape, no source file is too long",
 );

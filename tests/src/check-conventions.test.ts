@@ -144,6 +144,19 @@ describe("check-conventions refuses", () => {
 });
 
 describe("check-conventions accepts", () => {
+  it("a source file over 400 lines, or a file of the gate over 250 (tests may be longer)", () => {
+    const tree = wellFormed();
+    tree["packages/tools-acme/src/options.ts"] = "export const x = 1;\n".repeat(401);
+    tree["packages/core/src/gate/steps/run.ts"] = "export const y = 1;\n".repeat(251);
+    tree["packages/tools-acme/src/tools/ping.test.ts"] = 'import { it } from "vitest";\n' + "it.todo('x');\n".repeat(500);
+    expectRefused(
+      tree,
+      "packages/tools-acme/src/options.ts: is 401 lines; split it along a seam (at most 400)",
+      "packages/core/src/gate/steps/run.ts: is 251 lines; split it along a seam (at most 250)",
+    );
+    expect(check(tree).output).not.toContain("ping.test.ts");
+  });
+
   it("a workspace that keeps every convention", () => {
     expect(check(wellFormed())).toEqual({ status: 0, output: expect.stringContaining("check-conventions: every package's imports match") });
   });

@@ -3,7 +3,11 @@ import { hashCanonical, sha256Hex } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import { verifyAuditChain, type AuditKey } from "../journal/audit-chain.js";
 import { createMemoryJournal } from "../journal/memory.js";
-import type { ApprovalRequestInput, GrantCheck, IntentInput, Journal } from "../journal/types.js";
+import type { Journal } from "../journal/types.js";
+import { at, checkFor, sampleIntent, sampleRequest } from "./journal-samples.js";
+import { itWritesWhatTheMemoryJournalWrites } from "./journal-same-as-memory.js";
+
+export { sampleIntent, sampleRequest };
 
 export interface JournalUnderTest {
   readonly journal: Journal;
@@ -13,66 +17,6 @@ export interface JournalUnderTest {
   readonly cleanup?: () => Promise<void> | void;
 }
 
-const T0 = Date.parse("2026-01-01T00:00:00.000Z");
-const at = (offsetMs = 0): string => new Date(T0 + offsetMs).toISOString();
-
-export function sampleIntent(key: string, overrides: Partial<IntentInput> = {}): IntentInput {
-  const base = {
-    key,
-    invocationId: `inv_${key}`,
-    toolId: "notes.add_note",
-    principal: "agent",
-    tenant: "tenant-a",
-    inputHash: sha256Hex(`input-${key}`),
-    input: { text: `note ${key}` },
-    inputRedacted: false,
-    effect: "write" as const,
-    idempotent: false,
-    target: `note ${key}`,
-    at: at(),
-    ...overrides,
-  };
-  return { ...base, intentHash: hashCanonical(base) };
-}
-
-export function sampleRequest(id: string, overrides: Partial<ApprovalRequestInput> = {}): ApprovalRequestInput {
-  return {
-    id,
-    kind: "call",
-    toolId: "notes.add_note",
-    inputHash: sha256Hex(`input-${id}`),
-    principal: "agent",
-    tenant: "tenant-a",
-    previewHash: sha256Hex(`preview-${id}`),
-    preview: { summary: `add note ${id}` },
-    target: undefined,
-    invocationId: `inv_${id}`,
-    idempotencyKey: `key-${id}`,
-    createdAt: at(),
-    expiresAt: at(3_600_000),
-    ...overrides,
-  };
-}
-
-const checkFor = (request: ApprovalRequestInput, token: string, overrides: Partial<GrantCheck["binding"]> = {}, when = at(1000)): GrantCheck => ({
-  requestId: request.id,
-  tokenHash: sha256Hex(token),
-  binding: {
-    toolId: request.toolId,
-    inputHash: request.inputHash,
-    principal: request.principal,
-    tenant: request.tenant,
-    previewHash: request.previewHash,
-    ...overrides,
-  },
-  invocationId: "inv_consumer",
-  at: when,
-});
-
-/**
- * The journal conformance suite: every store (memory, SQLite, PostgreSQL) passes the same tests,
- * so the gate can rely on one behaviour.
- */
 export function describeJournal(name: string, open: () => Promise<JournalUnderTest>): void {
   const withJournal = (fn: (j: JournalUnderTest) => Promise<void>) => async () => {
     const j = await open();
@@ -329,108 +273,7 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
       }),
     );
 
-    it(
-      "writes the same audit trail, outbox and approvals as the memory journal, MAC for MAC",
-      withJournal(async ({ journal, auditKey }) => {
-        const reference = createMemoryJournal({ auditKey });
-        const results: unknown[][] = [[], []];
-        const stripJournal = (value: unknown): unknown => JSON.parse(JSON.stringify(value ?? null, (k, v: unknown) => (k === "journal" ? undefined : v)));
-        const both = async (step: (j: Journal) => Promise<unknown>): Promise<void> => {
-          for (const [i, j] of [journal, reference].entries()) {
-            let outcome: unknown;
-            try {
-              outcome = { value: stripJournal(await step(j)) };
-            } catch (error) {
-              outcome = { error: (error as { code?: unknown }).code ?? "thrown" };
-            }
-            results[i]!.push(outcome);
-          }
-        };
-        const settleWith = (key: string, intent: IntentInput, when: number) =>
-          both((j) =>
-            j.settleIntent(key, {
-              state: "failed",
-              boundary: "effect_failed",
-              intentHash: intent.intentHash,
-              invocationId: intent.invocationId,
-              at: at(when),
-              error: { code: "handler_failed", message: "no" },
-              audit: { durationMs: 3 },
-            }),
-          );
-        await both((j) =>
-          j.append({
-            type: "test.event",
-            at: at(1),
-            invocationId: "inv_x",
-            toolId: "notes.add_note",
-            principal: "agent",
-            tenant: "t",
-            data: { nested: { b: 1, a: [1, "2"] } },
-          }),
-        );
-        const one = sampleIntent("same1", { target: undefined });
-        const two = sampleIntent("same2", { at: at(10) });
-        await both((j) => j.beginIntent(one));
-        await both((j) => j.beginIntent(two));
-        await both((j) => j.beginIntent(sampleIntent("same1")));
-        await both((j) =>
-          j.settleIntent("same1", {
-            state: "completed",
-            boundary: "effect_completed",
-            intentHash: one.intentHash,
-            invocationId: one.invocationId,
-            at: at(20),
-            result: { output: { ok: true }, outputHash: hashCanonical({ ok: true }), untrusted: true, findings: [] },
-            audit: { result: "done" },
-            eventType: "call.late_result",
-          }),
-        );
-        await settleWith("same2", two, 30);
-        await settleWith("missing", two, 31);
-        await both((j) => j.claimOutbox({ states: ["failed", "pending"], updatedBefore: at(60_000), limit: 1, claimant: "w", at: at(40) }));
-        await both((j) => j.beginIntent(two, { retake: { attempts: 2, states: ["failed"] } }));
-        const req = sampleRequest("same-r1");
-        await both((j) => j.requestApproval(req));
-        await both((j) => j.requestApproval({ ...req, id: "same-r2", invocationId: "inv_join", createdAt: at(50) }));
-        await both((j) => j.requestApproval(sampleRequest("same-r3", { kind: "output", target: "t3" })));
-        await both((j) => j.requestApproval(sampleRequest("same-r3", { inputHash: sha256Hex("another input") })));
-        await both((j) => j.requestApproval(sampleRequest("same-r4", { expiresAt: at(100) })));
-        await both((j) => j.decideApproval("same-r4", { kind: "grant", approver: "human", tokenHash: sha256Hex("t"), grantExpiresAt: at(500), at: at(200) }));
-        await both((j) => j.decideApproval("same-r4", { kind: "grant", approver: "human", tokenHash: sha256Hex("t"), grantExpiresAt: at(500), at: at(200) }));
-        await both((j) => j.decideApproval("same-r3", { kind: "deny", approver: "human", reason: "no", at: at(60) }));
-        await both((j) =>
-          j.decideApproval("same-r1", { kind: "grant", approver: "human", tokenHash: sha256Hex("tok"), grantExpiresAt: at(600_000), at: at(70) }),
-        );
-        await both((j) => j.beginIntent(sampleIntent("same3"), { grant: checkFor(req, "wrong") }));
-        await both((j) => j.consumeGrant(checkFor(req, "tok", { tenant: "other" }), { type: "approval.used", at: at(80), data: {} }));
-        await both((j) => j.beginIntent(sampleIntent("same3"), { grant: checkFor(req, "tok") }));
-        await both((j) => j.consumeGrant(checkFor(req, "tok"), { type: "approval.used", at: at(90), data: { requestId: req.id } }));
-        await both((j) =>
-          j.consumeGrant(checkFor(sampleRequest("same-r3", { kind: "output", target: "t3" }), "tok"), { type: "approval.used", at: at(90), data: {} }),
-        );
-        const r5 = sampleRequest("same-r5");
-        await both((j) => j.requestApproval(r5));
-        await both((j) =>
-          j.decideApproval("same-r5", { kind: "grant", approver: "human", tokenHash: sha256Hex("tok5"), grantExpiresAt: at(600_000), at: at(95) }),
-        );
-        await both((j) => j.consumeGrant(checkFor(r5, "tok5"), { type: "approval.used", at: at(96), data: { requestId: r5.id } }));
-        await both((j) => j.getIntent("same1"));
-        await both((j) => j.getIntent("missing"));
-        await both((j) => j.getApproval("same-r1"));
-        await both((j) => j.listOutbox());
-        await both((j) => j.listOutbox({ states: ["pending"], limit: 5 }));
-        await both((j) => j.listApprovals());
-        await both((j) => j.listApprovals({ status: ["pending", "expired"], limit: 5 }));
-        await both((j) => j.readAudit({ afterSeq: 2, limit: 3 }));
-        await both((j) => j.head());
-        expect(results[0]).toEqual(results[1]);
-        expect(await journal.readAudit()).toEqual(await reference.readAudit());
-        expect(await journal.getIntent("same1")).toStrictEqual(await reference.getIntent("same1"));
-        expect(await journal.getApproval("same-r3")).toStrictEqual(await reference.getApproval("same-r3"));
-        await reference.close();
-      }),
-    );
+    itWritesWhatTheMemoryJournalWrites(withJournal);
 
     it(
       "consumes a grant exactly once under concurrency",

@@ -1,0 +1,64 @@
+/** The records every journal conformance test starts from: intents, approval requests, grant checks. */
+import { hashCanonical, sha256Hex } from "../canonical-json.js";
+import type { ApprovalRequestInput, GrantCheck, IntentInput } from "../journal/types.js";
+
+const T0 = Date.parse("2026-01-01T00:00:00.000Z");
+export const at = (offsetMs = 0): string => new Date(T0 + offsetMs).toISOString();
+
+export function sampleIntent(key: string, overrides: Partial<IntentInput> = {}): IntentInput {
+  const base = {
+    key,
+    invocationId: `inv_${key}`,
+    toolId: "notes.add_note",
+    principal: "agent",
+    tenant: "tenant-a",
+    inputHash: sha256Hex(`input-${key}`),
+    input: { text: `note ${key}` },
+    inputRedacted: false,
+    effect: "write" as const,
+    idempotent: false,
+    target: `note ${key}`,
+    at: at(),
+    ...overrides,
+  };
+  return { ...base, intentHash: hashCanonical(base) };
+}
+
+export function sampleRequest(id: string, overrides: Partial<ApprovalRequestInput> = {}): ApprovalRequestInput {
+  return {
+    id,
+    kind: "call",
+    toolId: "notes.add_note",
+    inputHash: sha256Hex(`input-${id}`),
+    principal: "agent",
+    tenant: "tenant-a",
+    previewHash: sha256Hex(`preview-${id}`),
+    preview: { summary: `add note ${id}` },
+    target: undefined,
+    invocationId: `inv_${id}`,
+    idempotencyKey: `key-${id}`,
+    createdAt: at(),
+    expiresAt: at(3_600_000),
+    ...overrides,
+  };
+}
+
+export const checkFor = (request: ApprovalRequestInput, token: string, overrides: Partial<GrantCheck["binding"]> = {}, when = at(1000)): GrantCheck => ({
+  requestId: request.id,
+  tokenHash: sha256Hex(token),
+  binding: {
+    toolId: request.toolId,
+    inputHash: request.inputHash,
+    principal: request.principal,
+    tenant: request.tenant,
+    previewHash: request.previewHash,
+    ...overrides,
+  },
+  invocationId: "inv_consumer",
+  at: when,
+});
+
+/**
+ * The journal conformance suite: every store (memory, SQLite, PostgreSQL) passes the same tests,
+ * so the gate can rely on one behaviour.
+ */
