@@ -121,9 +121,11 @@ export class ToolError extends Error {
 
   /** True when `value` is a ToolError from any copy of core, optionally with one of `codes`. */
   static is(value: unknown, ...codes: ToolErrorCode[]): value is ToolError {
-    if (typeof value !== "object" || value === null || (value as Record<symbol, unknown>)[TOOL_ERROR_BRAND] !== true) return false;
-    const code = (value as { code?: unknown }).code;
-    return isToolErrorCode(code) && (codes.length === 0 || codes.includes(code));
+    if (!(value instanceof Error) || (value as unknown as Record<symbol, unknown>)[TOOL_ERROR_BRAND] !== true) return false;
+    const { code, message, boundary } = value as { code?: unknown; message?: unknown; boundary?: unknown };
+    if (typeof message !== "string" || !isToolErrorCode(code)) return false;
+    if (boundary !== undefined && !(EFFECT_BOUNDARIES as readonly unknown[]).includes(boundary)) return false;
+    return codes.length === 0 || codes.includes(code);
   }
 
   /** `instanceof ToolError` agrees with `ToolError.is` across copies of core; subclasses keep the usual rule. */

@@ -79,7 +79,12 @@ async function replayedError(env: GateEnv, c: Keyed, entry: OutboxEntry): Promis
 
 /** Output held for a human: released only by a grant for the held request. */
 async function releaseHeld(env: GateEnv, c: Keyed, entry: OutboxEntry, requestId: string): Promise<true | InvokeResult<unknown>> {
-  const request = await env.journal.getApproval(requestId);
+  let request;
+  try {
+    request = await env.journal.getApproval(requestId);
+  } catch (cause) {
+    return refuse(env, c, "error", new ToolError("journal_failed", "the journal could not be read", { cause }));
+  }
   const grant = c.call.approval;
   if (!request) return refuse(env, c, "error", new ToolError("approval_unknown", `held output's request ${requestId} is missing`));
   if (!grant || grant.requestId !== requestId) {
@@ -98,15 +103,20 @@ async function releaseHeld(env: GateEnv, c: Keyed, entry: OutboxEntry, requestId
       findings: entry.result!.findings.map((f) => ({ rule: f.rule, path: f.path })),
     };
   }
-  const outcome = await env.journal.consumeGrant(grantCheckFor(env, c, grant, request.previewHash), {
-    type: "output.released",
-    at: env.iso(),
-    invocationId: c.invocationId,
-    toolId: entry.toolId,
-    principal: entry.principal,
-    tenant: entry.tenant,
-    data: { requestId, key: entry.key },
-  });
+  let outcome;
+  try {
+    outcome = await env.journal.consumeGrant(grantCheckFor(env, c, grant, request.previewHash), {
+      type: "output.released",
+      at: env.iso(),
+      invocationId: c.invocationId,
+      toolId: entry.toolId,
+      principal: entry.principal,
+      tenant: entry.tenant,
+      data: { requestId, key: entry.key },
+    });
+  } catch (cause) {
+    return refuse(env, c, "error", new ToolError("journal_failed", "the held output's release could not be recorded", { cause }));
+  }
   if (outcome.status === "consumed" || outcome.status === "already_consumed") return true;
   return refuse(env, c, "denied", grantRefusal(outcome, requestId));
 }

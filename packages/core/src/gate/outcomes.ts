@@ -138,11 +138,32 @@ export function okResult(
   };
 }
 
-/** The error for a body that threw, and where its effect stands. */
+/**
+ * The error for a body that threw, and where its effect stands. What a body throws is read once,
+ * defensively (a getter may throw, a field may be of any type): the gate's own copy is what
+ * travels on.
+ */
 export function thrownError(manifest: AnyToolManifest, cause: unknown): [EffectBoundary, ToolError] {
-  if (ToolError.is(cause)) return [cause.boundary ?? "effect_failed", cause];
+  try {
+    if (ToolError.is(cause)) {
+      const copy = new ToolError(cause.code, cause.message.slice(0, 2000), {
+        cause,
+        ...(isPlainRecord(cause.details) ? { details: cause.details } : {}),
+        ...(cause.boundary === undefined ? {} : { boundary: cause.boundary }),
+        retryable: cause.retryable === true,
+        ...(typeof cause.retryAfterSeconds === "number" ? { retryAfterSeconds: cause.retryAfterSeconds } : {}),
+      });
+      return [copy.boundary ?? "effect_failed", copy];
+    }
+  } catch {
+    // a ToolError whose fields cannot be read is treated as any other failure
+  }
   const boundary: EffectBoundary = isSideEffectful(manifest.effect) ? "effect_state_unknown" : "effect_failed";
   return [boundary, new ToolError("handler_failed", `${manifest.id} failed: ${errorText(cause).slice(0, 500)}`, { cause })];
+}
+
+function isPlainRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Cancelled or past its deadline once the body had started: a write's effect may have happened. */
@@ -180,9 +201,10 @@ export function identity(c: Pick<Runnable, "tool" | "invocationId" | "call">) {
   return { toolId: c.tool.manifest.id, invocationId: c.invocationId, principal: c.call.principal, tenant: c.call.tenant };
 }
 
+/** A thrown value as text, whatever it is (a message of another type, a getter that throws). */
 export function errorText(cause: unknown): string {
-  if (cause instanceof Error) return cause.message;
   try {
+    if (cause instanceof Error) return typeof cause.message === "string" ? cause.message : String(cause.message);
     return String(cause);
   } catch {
     return "unprintable error";

@@ -52,11 +52,20 @@ export class HandlerRun {
       this.stopListening();
       return { kind: "threw", error };
     }
-    if (!isThenable(returned)) {
+    let thenable: boolean;
+    let pending: Promise<unknown>;
+    try {
+      thenable = isThenable(returned);
+      // Adopting a thenable reads its `then` once more; a getter that throws there is the body's failure.
+      pending = thenable ? Promise.resolve(returned) : Promise.resolve();
+    } catch (error) {
+      this.stopListening();
+      return { kind: "threw", error };
+    }
+    if (!thenable) {
       this.stopListening();
       return { kind: "returned", value: returned };
     }
-    const pending = Promise.resolve(returned);
     this.late = pending;
     return new Promise<HandlerOutcome>((resolve) => {
       const deadline = setTimeout(() => this.abort(true), this.timeoutMs);

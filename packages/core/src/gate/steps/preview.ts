@@ -71,6 +71,10 @@ async function buildPreview(env: GateEnv, c: Authorized): Promise<BuiltPreview |
     if (problems) return new ToolError("preview_invalid", `${manifest.id} built an invalid preview: ${problems}`);
     const copy = JSON.parse(canonicalJson(raw)) as ApprovalPreview;
     const shown = env.redactor.redact(copy);
+    // The grant binds what the human saw: a plan with a secret in it would differ from what was shown.
+    if (copy.plan !== undefined && canonicalJson(shown.plan ?? null) !== canonicalJson(copy.plan)) {
+      return new ToolError("preview_invalid", `${manifest.id} built a plan that carries a registered secret; a plan holds only what the human can see`);
+    }
     return { preview: shown, previewHash: hashCanonical(shown), plan: copy.plan };
   } catch (cause) {
     if (ToolError.is(cause)) return cause;

@@ -30,15 +30,20 @@ export const recordIntent: Step<Approved, Intended> = {
 
 /** A call without an outbox entry that needed a human: the grant is consumed on its own. */
 async function consumeGrantAlone(c: Intended, grant: GrantCheck, env: GateEnv): Promise<Intended | InvokeResult<unknown>> {
-  const outcome = await env.journal.consumeGrant(grant, {
-    type: "approval.used",
-    at: env.iso(),
-    invocationId: c.invocationId,
-    toolId: c.manifest.id,
-    principal: c.call.principal,
-    tenant: c.call.tenant,
-    data: { requestId: grant.requestId },
-  });
+  let outcome;
+  try {
+    outcome = await env.journal.consumeGrant(grant, {
+      type: "approval.used",
+      at: env.iso(),
+      invocationId: c.invocationId,
+      toolId: c.manifest.id,
+      principal: c.call.principal,
+      tenant: c.call.tenant,
+      data: { requestId: grant.requestId },
+    });
+  } catch (cause) {
+    return refuse(env, c, "error", new ToolError("journal_failed", "the grant could not be recorded as used, so the call was not run", { cause }));
+  }
   if (outcome.status !== "consumed") return refuse(env, c, "denied", grantRefusal(outcome, grant.requestId));
   return c;
 }

@@ -3,6 +3,7 @@ import { ToolError } from "../../errors.js";
 import type { RegisteredTool } from "../../registry.js";
 import type { CallStart, Resolved, Writable } from "../call-state.js";
 import type { GateEnv } from "../env.js";
+import type { ApprovalGrant } from "../approvals.js";
 import type { CallOptions } from "../gate.js";
 import { refuse } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
@@ -44,5 +45,17 @@ function checkCallOptions(call: CallOptions): ToolError | undefined {
   ) {
     problems.push(`idempotencyKey (1–${MAX_KEY_LENGTH} characters)`);
   }
+  const grant: unknown = call.approval;
+  if (
+    grant !== undefined &&
+    (grant === null ||
+      typeof grant !== "object" ||
+      typeof (grant as ApprovalGrant).requestId !== "string" ||
+      typeof (grant as ApprovalGrant).token !== "string")
+  ) {
+    problems.push("approval (the grant gate.approvals.grant returned: requestId and token strings)");
+  }
+  if (call.signal !== undefined && !(call.signal instanceof AbortSignal)) problems.push("signal (an AbortSignal)");
+  if (call.onProgress !== undefined && typeof call.onProgress !== "function") problems.push("onProgress (a function)");
   return problems.length === 0 ? undefined : new ToolError("config_invalid", `invoke's call options are missing or malformed: ${problems.join(", ")}`);
 }
