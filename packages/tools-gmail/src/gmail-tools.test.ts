@@ -125,6 +125,17 @@ describe("gmail family through a real gate, the real client and the emulator", (
     expect(harness.emulator.gmail.sent).toHaveLength(0);
   });
 
+  it("a sent draft's retry with the caller's key replays the send: the draft is gone, the preview is not needed", async () => {
+    const gate = gateWith();
+    const keyed = { idempotencyKey: "send-agenda" };
+    expect(await approved(gate, "gmail.send_draft", { draftId: "r100" }, keyed)).toMatchObject({ status: "ok", replayed: false });
+    expect(harness.emulator.gmail.sent).toHaveLength(1);
+    // The answer was lost; the agent sends again with the same key (no grant: nothing new happens).
+    const retry = await gate.invoke("gmail.send_draft", { draftId: "r100" }, { ...call, ...keyed });
+    expect(retry).toMatchObject({ status: "ok", replayed: true });
+    expect(harness.emulator.gmail.sent).toHaveLength(1);
+  });
+
   it("maps the emulator's 403 for a token lacking the scope to scope_missing, nothing sent, no secret leaked", async () => {
     // The vault believes the connection holds gmail.send; the token Google issued does not.
     const { connectors, vault, secrets } = await harness.connect([GMAIL_SCOPES.readonly]);

@@ -9,6 +9,7 @@ describe("the gate's pipeline", () => {
       "freeze",
       "validate",
       "policy",
+      "replay-caller-key",
       "preview",
       "derive-key",
       "replay-completed",

@@ -11,7 +11,7 @@ import { validate } from "./steps/validate.js";
 import { policy } from "./steps/policy.js";
 import { preview } from "./steps/preview.js";
 import { deriveKey } from "./steps/derive-key.js";
-import { replayCompleted } from "./steps/replay-completed.js";
+import { replayCallerKey, replayCompleted } from "./steps/replay-completed.js";
 import { approve } from "./steps/approve.js";
 import { recordIntent } from "./steps/record-intent.js";
 import { run } from "./steps/run.js";
@@ -68,6 +68,7 @@ export const INVOKE_STEPS = pipeline([
   freeze,
   validate,
   policy,
+  replayCallerKey,
   preview,
   deriveKey,
   replayCompleted,

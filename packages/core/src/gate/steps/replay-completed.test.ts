@@ -3,11 +3,58 @@ import { z } from "zod";
 import { createToolRegistry } from "../../registry.js";
 import { createNotesStore, createNotesTools } from "../../testing/notes-family.js";
 import { createMemoryJournal } from "../../journal/memory.js";
+import { ToolError } from "../../errors.js";
 import { defineTool } from "../../manifest.js";
 import { createGate } from "../gate.js";
 import { setup, approve, base } from "../fixtures/gate-harness.js";
 
 describe("gate step: derive-key and replay-completed", () => {
+  it("6. with the caller's key, a retry replays before the preview: a preview that fails once the effect happened does not block it", async () => {
+    // Like sending a draft: once it has run, the thing the preview reads is gone.
+    const drafts = new Set(["d1"]);
+    let previews = 0;
+    const sendDraft = defineTool({
+      id: "notes.send_draft",
+      title: "Send a draft",
+      description: "Sends a draft; the draft is gone afterwards.",
+      input: z.object({ id: z.string() }),
+      output: z.object({ sent: z.string() }),
+      actionType: "notes-write",
+      effect: "write",
+      requiredAllowlist: ["notes:write"],
+      risk: "high",
+      approval: "always",
+      preview: (input) => {
+        previews++;
+        if (!drafts.has(input.id)) throw new ToolError("not_found", `no draft ${input.id}`);
+        return { summary: `Send draft ${input.id}` };
+      },
+      idempotent: false,
+      retryable: false,
+      reversible: false,
+      runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
+      untrustedOutput: false,
+      handler: (input) => {
+        drafts.delete(input.id);
+        return { sent: input.id };
+      },
+    });
+    const { gate, calls } = setup({ extraTools: [sendDraft] });
+    const keyed = { ...base, idempotencyKey: "send-d1" };
+    const { grant } = await approve(gate, "notes.send_draft", { id: "d1" }, keyed);
+    expect(await gate.invoke("notes.send_draft", { id: "d1" }, { ...keyed, approval: grant })).toMatchObject({ status: "ok", replayed: false });
+    const before = previews;
+    // The response was lost; the caller retries with its key and no grant.
+    expect(await gate.invoke("notes.send_draft", { id: "d1" }, keyed)).toMatchObject({ status: "ok", output: { sent: "d1" }, replayed: true });
+    expect(previews).toBe(before);
+    expect(calls("notes.send_draft")).toBe(1);
+    // The same key for another input is still a conflict, refused before any preview.
+    expect(await gate.invoke("notes.send_draft", { id: "d2" }, keyed)).toMatchObject({ status: "denied", code: "idempotency_conflict" });
+    expect(previews).toBe(before);
+    // Without a key, the derived key needs the preview, which now fails: callers that retry pass a key.
+    expect(await gate.invoke("notes.send_draft", { id: "d1" }, base)).toMatchObject({ status: "error", code: "not_found" });
+  });
+
   it("6. idempotency: a completed call is replayed, not run again, even without a fresh grant", async () => {
     const { gate, store, calls } = setup();
     const { grant } = await approve(gate, "notes.add_note", { id: "n", text: "once" }, { ...base, idempotencyKey: "key-1" });

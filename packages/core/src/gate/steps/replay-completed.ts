@@ -1,21 +1,36 @@
 /**
- * Step 7: a completed call under the same key is replayed without running, or asking a human,
- * again: no new effect happens, and a retry after a lost response must work once the grant is
- * spent. A call still running under the key is refused. Failed and unknown attempts are judged
- * after approval, when the intent is recorded.
+ * A completed call under the same key is replayed without running, or asking a human, again: no
+ * new effect happens, and a retry after a lost response must work once the grant is spent. A call
+ * still running under the key is refused. Failed and unknown attempts are judged after approval,
+ * when the intent is recorded.
+ *
+ * Two steps apply the rule. With the caller's own key, `replay-caller-key` looks before the
+ * preview: the preview may read state the effect used up (a sent draft, a deleted event), and the
+ * retry must replay, not fail on it. A derived key depends on the preview, so `replay-completed`
+ * looks after it.
  */
 import { ToolError } from "../../errors.js";
-import type { Checked, Keyed, Writable } from "../call-state.js";
+import type { Authorized, Checked, Keyed, Writable } from "../call-state.js";
+import { assignKeys } from "./derive-key.js";
 import type { GateEnv } from "../env.js";
 import type { InvokeResult } from "../results.js";
 import { judgeExisting } from "../existing-entry.js";
 import { refuse } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
 
+export const replayCallerKey: Step<Authorized, Authorized> = {
+  name: "replay-caller-key",
+  run(c, env) {
+    if (c.call.idempotencyKey === undefined) return c;
+    return lookUpKey(assignKeys(c, undefined), env);
+  },
+};
+
 export const replayCompleted: Step<Keyed, Checked> = {
   name: "replay-completed",
   run(c, env) {
-    if (!c.usesOutbox || c.fresh) return c as Checked; // nothing can exist under the key
+    // Nothing can exist under a fresh key; a caller's key was looked up before the preview.
+    if (!c.usesOutbox || c.fresh || c.call.idempotencyKey !== undefined) return c as Checked;
     return lookUpKey(c, env);
   },
 };
