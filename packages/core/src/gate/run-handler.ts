@@ -52,17 +52,15 @@ export class HandlerRun {
       this.stopListening();
       return { kind: "threw", error };
     }
-    let thenable: boolean;
-    let pending: Promise<unknown>;
+    let pending: Promise<unknown> | undefined;
     try {
-      thenable = isThenable(returned);
       // Adopting a thenable reads its `then` once more; a getter that throws there is the body's failure.
-      pending = thenable ? Promise.resolve(returned) : Promise.resolve();
+      if (isThenable(returned)) pending = Promise.resolve(returned);
     } catch (error) {
       this.stopListening();
       return { kind: "threw", error };
     }
-    if (!thenable) {
+    if (pending === undefined) {
       this.stopListening();
       return { kind: "returned", value: returned };
     }

@@ -29,7 +29,8 @@ function memoryDriver(): JournalDriver {
   const macs: string[] = [];
   const entries = new Map<string, StoredEntry>();
   const requests = new Map<string, StoredRequest>();
-  let undo: (() => void)[] = [];
+  // Undo for the rows a failed transaction wrote; audit links are undone by truncating to the mark.
+  const undo: (() => void)[] = [];
 
   const put = <T>(rows: Map<string, T>, id: string, row: T): void => {
     const before = rows.get(id);
@@ -51,7 +52,6 @@ function memoryDriver(): JournalDriver {
     appendAudit(sealed) {
       payloads.push(sealed.payload);
       macs.push(sealed.mac);
-      undo.push(() => void (payloads.pop(), macs.pop()));
     },
     getEntry: (key) => entries.get(key)?.text,
     putEntry: (entry) => put(entries, entry.key, entry),
@@ -64,11 +64,14 @@ function memoryDriver(): JournalDriver {
   return {
     kind: "memory",
     async transaction(_reads, fn) {
-      undo = [];
+      const mark = macs.length;
+      undo.length = 0;
       try {
         return fn(tx);
       } catch (error) {
         for (const step of undo.reverse()) step();
+        payloads.length = mark;
+        macs.length = mark;
         throw error;
       }
     },

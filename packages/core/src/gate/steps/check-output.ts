@@ -2,8 +2,7 @@
 import type { z } from "zod";
 import { ToolError } from "../../errors.js";
 import type { OutputChecked, Ran, Writable } from "../call-state.js";
-import { canonicalJson } from "../../canonical-json.js";
-import { errorText, settleFailure } from "../outcomes.js";
+import { settleFailure } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
 
 export const checkOutput: Step<Ran, OutputChecked> = {
@@ -23,17 +22,6 @@ export const checkOutput: Step<Ran, OutputChecked> = {
         c,
         "effect_completed",
         new ToolError("output_invalid", `${manifest.id} returned output that does not match its schema: ${issues.join("; ")}`),
-      );
-    }
-    // A schema may accept what JSON cannot carry (a bigint under z.any()): the effect happened, so it is settled, not thrown.
-    try {
-      canonicalJson(checked.data ?? null);
-    } catch (cause) {
-      return settleFailure(
-        env,
-        c,
-        "effect_completed",
-        new ToolError("output_invalid", `${manifest.id} returned output that is not plain JSON: ${errorText(cause)}`, { cause }),
       );
     }
     const next = c as unknown as Writable<OutputChecked>;

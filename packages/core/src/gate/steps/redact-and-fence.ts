@@ -9,7 +9,8 @@ import { scanForInjection, type InjectionFinding } from "../../untrusted.js";
 import type { Fenced, OutputChecked, Writable } from "../call-state.js";
 import type { GateEnv } from "../env.js";
 import { requestApproval } from "../grants.js";
-import { describeOutput } from "../outcomes.js";
+import { ToolError } from "../../errors.js";
+import { describeOutput, errorText, settleFailure } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
 
 const NO_FINDINGS: readonly InjectionFinding[] = Object.freeze([]);
@@ -19,9 +20,19 @@ export const redactAndFence: Step<OutputChecked, Fenced> = {
   run(c, env) {
     const { manifest } = c.tool;
     const next = c as Writable<Fenced>;
-    next.output = env.redactor.redact(c.output);
+    try {
+      next.output = env.redactor.redact(c.output);
+      next.outputJson = canonicalJson(next.output ?? null);
+    } catch (cause) {
+      // A schema may accept what JSON cannot carry (a bigint under z.any()): the effect happened, so it is settled, not thrown.
+      return settleFailure(
+        env,
+        c,
+        "effect_completed",
+        new ToolError("output_invalid", `${manifest.id} returned output that is not plain JSON: ${errorText(cause)}`, { cause }),
+      );
+    }
     next.findings = manifest.untrustedOutput ? scanForInjection(next.output) : NO_FINDINGS;
-    next.outputJson = canonicalJson(next.output ?? null);
     next.outputHash = sha256Hex(next.outputJson);
     next.described = describeOutput(manifest, next.output);
     if (next.findings.length === 0 || c.call.profile.onInjection !== "hold") return next;
