@@ -14,6 +14,8 @@ export type {
   VerifierSandbox,
   BubblewrapSandbox,
 } from "./boundary/verifier.js";
+export { jsonBoundsProblem } from "./boundary/json-bounds.js";
+export type { JsonBounds } from "./boundary/json-bounds.js";
 export { createWorkspace } from "./boundary/workspace.js";
 export type { CreateWorkspaceOptions, ArtifactWorkspace } from "./boundary/workspace.js";
 export type { Verifier, VerifierRunRequest, VerifierRunResult, Workspace, WorkspaceRef } from "./context.js";

@@ -221,6 +221,7 @@ const ENTRY_POINTS = {
       "createRootGuard",
       "createVerifier",
       "createWorkspace",
+      "jsonBoundsProblem",
       "resolveWithinRoot",
     ],
     types: [
@@ -229,6 +230,7 @@ const ENTRY_POINTS = {
       "CommandVerifier",
       "CreateVerifierOptions",
       "CreateWorkspaceOptions",
+      "JsonBounds",
       "PathRefusalReason",
       "ResolveWithinRootOptions",
       "RootGuard",

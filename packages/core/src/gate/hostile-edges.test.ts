@@ -89,6 +89,19 @@ describe("gate.invoke never throws, whatever a body, caller or journal does", ()
     expect(await settled(gate.invoke("x.t", {}, { ...base, idempotencyKey: "k1" }))).toMatchObject({ status: "error" });
   });
 
+  it("output nested 100,000 levels deep (arrays or objects) is output_invalid, settled, never a stack overflow", async () => {
+    for (const kind of ["array", "object"] as const) {
+      let deep: unknown = "leaf";
+      for (let i = 0; i < 100_000; i++) deep = kind === "array" ? [deep] : { k: deep };
+      const evil = tool({ effect: "write", idempotent: false, retryable: false, reversible: false, handler: () => deep });
+      const { gate, memory } = gateWith([evil], { secrets: ["a-registered-secret"] });
+      const result = await settled(gate.invoke("x.t", {}, { ...base, idempotencyKey: `deep-${kind}` }));
+      expect(result).toMatchObject({ status: "error", code: "output_invalid", boundary: "effect_completed" });
+      expect((result as { message?: string }).message).toMatch(/nesting deeper than 128 levels/);
+      expect((await memory.listOutbox()).map((e) => e.state)).toEqual(["failed"]);
+    }
+  });
+
   it("a pure call that needs approval: a journal failure in consumeGrant is journal_failed, not thrown", async () => {
     let down = false;
     const pure = tool({

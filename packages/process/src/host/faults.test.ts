@@ -87,6 +87,16 @@ describe("a misbehaving process never takes the host down", () => {
     expect((result as { message: string }).message).toContain("frame header announces 4294967280 bytes; the limit is 16777216 bytes");
   });
 
+  it("a result nested 100,000 levels deep (about 200 KB): protocol_error for the call, the host stays up", async () => {
+    const { handle } = await fixture("deep");
+    const { gate, call } = gateOver(handle);
+    const result = await gate.invoke("fx.echo", { text: "x" }, call);
+    expect(result).toMatchObject({ status: "error", code: "protocol_error" });
+    expect((result as { message: string }).message).toMatch(/ToolResult frame holds nesting deeper than 128 levels/);
+    // The host process is still here to answer: a second call gets its own answer.
+    expect(await gate.invoke("fx.echo", { text: "y" }, call)).toMatchObject({ status: "error" });
+  });
+
   it("a frame for an unknown call_id is a protocol error", async () => {
     const { handle } = await fixture("unknown-call");
     const { gate, call } = gateOver(handle);

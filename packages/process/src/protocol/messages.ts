@@ -1,3 +1,4 @@
+import { jsonBoundsProblem } from "@toolgate/core/boundary";
 import { z } from "zod";
 
 /**
@@ -137,6 +138,9 @@ function classify<T>(schemas: Readonly<Record<string, z.ZodType>>, frame: unknow
   if (frame === null || typeof frame !== "object" || Array.isArray(frame)) return { kind: "malformed", problem: "a frame must be a JSON object" };
   const type = (frame as { type?: unknown }).type;
   if (typeof type !== "string") return { kind: "malformed", problem: 'a frame needs a string "type"' };
+  // Bounded before the schema's recursive walk: a value nested 100,000 deep must not overflow the stack.
+  const outOfBounds = jsonBoundsProblem(frame);
+  if (outOfBounds) return { kind: "malformed", problem: `${type.slice(0, 64)} frame holds ${outOfBounds}` };
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
   if (!schema) return { kind: "unknown", type: type.slice(0, 64) };
   const parsed = schema.safeParse(frame);

@@ -2,6 +2,7 @@
 import type { z } from "zod";
 import { ToolError } from "../../errors.js";
 import type { OutputChecked, Ran, Writable } from "../call-state.js";
+import { jsonBoundsProblem } from "../../boundary/json-bounds.js";
 import { settleFailure } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
 
@@ -9,6 +10,9 @@ export const checkOutput: Step<Ran, OutputChecked> = {
   name: "check-output",
   run(c, env) {
     const { manifest } = c.tool;
+    // Bounded before anything recursive reads it: a value nested 100,000 deep is refused, not a stack overflow.
+    const outOfBounds = jsonBoundsProblem(c.raw);
+    if (outOfBounds) return settleFailure(env, c, "effect_completed", new ToolError("output_invalid", `${manifest.id} returned output with ${outOfBounds}`));
     let checked: z.ZodSafeParseResult<unknown>;
     try {
       checked = manifest.output.safeParse(c.raw);
