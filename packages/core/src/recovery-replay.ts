@@ -20,7 +20,14 @@ interface Recovered {
   readonly signal: AbortSignal | undefined;
 }
 
-const RECOVERY_PROFILE = Object.freeze({ name: "recovery", allow: [], maxRisk: "critical", consents: [], egress: [], onInjection: "flag" }) as Profile;
+const RECOVERY_PROFILE = Object.freeze({
+  name: "recovery",
+  allow: Object.freeze([]),
+  maxRisk: "critical",
+  consents: Object.freeze([]),
+  egress: Object.freeze([]),
+  onInjection: "flag",
+}) as Profile;
 
 /**
  * The recorded intent, checked as the live steps would check a call: the tool still exists, the

@@ -30,4 +30,19 @@ describe("gate step: resolve", () => {
     expect(await gate.invoke("notes.word_count", { text: "a" }, { ...base, idempotencyKey: "" })).toMatchObject({ status: "error", code: "config_invalid" });
     expect((await journal.readAudit()).filter((e) => e.type === "call.refused")).toHaveLength(2);
   });
+
+  it("a profile not made by defineProfile is refused, never thrown on and never honoured stale", async () => {
+    const { gate, calls } = setup();
+    const input = { text: "a b" };
+    // Hand-built without egress (a policy check would read it), and a mutable copy whose token is revoked in place.
+    const handBuilt = { name: "hand", allow: ["notes:read"], maxRisk: "low", consents: [], onInjection: "flag" } as unknown as typeof full;
+    const mutable = { ...full, allow: [...full.allow] };
+    for (const profile of [handBuilt, mutable, Object.freeze({ ...full, allow: [...full.allow] })]) {
+      const result = await gate.invoke("notes.word_count", input, { ...base, profile });
+      expect(result).toMatchObject({ status: "error", code: "config_invalid" });
+      expect((result as { message: string }).message).toMatch(/profile \(from defineProfile/);
+    }
+    expect(calls("notes.word_count")).toBe(0);
+    expect(await gate.invoke("notes.word_count", input, base)).toMatchObject({ status: "ok" });
+  });
 });

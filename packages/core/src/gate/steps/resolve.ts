@@ -1,5 +1,6 @@
 /** Step 1: the call options are well formed, the tool exists, and the call was not cancelled already. */
 import { ToolError } from "../../errors.js";
+import { RISK_LEVELS } from "../../manifest.js";
 import type { RegisteredTool } from "../../registry.js";
 import type { CallStart, Resolved, Writable } from "../call-state.js";
 import type { GateEnv } from "../env.js";
@@ -38,7 +39,7 @@ function checkCallOptions(call: CallOptions): ToolError | undefined {
   const problems: string[] = [];
   if (typeof call.principal !== "string" || call.principal === "") problems.push("principal");
   if (typeof call.tenant !== "string" || call.tenant === "") problems.push("tenant");
-  if (!call.profile || !Array.isArray(call.profile.allow)) problems.push("profile (from defineProfile)");
+  if (!isSoundProfile(call.profile)) problems.push("profile (from defineProfile: frozen, with allow, consents and egress)");
   if (
     call.idempotencyKey !== undefined &&
     (typeof call.idempotencyKey !== "string" || call.idempotencyKey.length === 0 || call.idempotencyKey.length > MAX_KEY_LENGTH)
@@ -58,4 +59,23 @@ function checkCallOptions(call: CallOptions): ToolError | undefined {
   if (call.signal !== undefined && !(call.signal instanceof AbortSignal)) problems.push("signal (an AbortSignal)");
   if (call.onProgress !== undefined && typeof call.onProgress !== "function") problems.push("onProgress (a function)");
   return problems.length === 0 ? undefined : new ToolError("config_invalid", `invoke's call options are missing or malformed: ${problems.join(", ")}`);
+}
+
+/**
+ * A profile as `defineProfile` makes it: frozen, its lists frozen. Policy decisions are cached per
+ * profile, so a profile that could change after its first call (a token revoked in place) is
+ * refused rather than honoured stale, and one missing a field is refused rather than thrown on.
+ */
+function isSoundProfile(profile: unknown): boolean {
+  if (profile === null || typeof profile !== "object" || !Object.isFrozen(profile)) return false;
+  const p = profile as Partial<Record<"name" | "maxRisk" | "onInjection" | "allow" | "consents" | "egress", unknown>>;
+  const frozenList = (list: unknown) => Array.isArray(list) && Object.isFrozen(list) && list.every((item) => typeof item === "string");
+  return (
+    typeof p.name === "string" &&
+    (RISK_LEVELS as readonly unknown[]).includes(p.maxRisk) &&
+    (p.onInjection === "flag" || p.onInjection === "hold") &&
+    frozenList(p.allow) &&
+    frozenList(p.consents) &&
+    frozenList(p.egress)
+  );
 }
