@@ -109,17 +109,20 @@ describe("option injection", () => {
   it("treats a search pattern that is an option as text: it finds it literally and runs nothing", async () => {
     const marker = path.join(repo.base, "pager-ran");
     const script = repo.markerScript("pager.sh", marker);
-    repo.write("notes.txt", "use --output=/tmp/x carefully\n");
-    for (const pattern of [`--open-files-in-pager=${script}`, `-O${script}`, "--output=/tmp/x", "-e", "--", "-v"]) {
+    // A path of this test's own, outside the root: a shared one (/tmp/x) could exist already.
+    const written = path.join(repo.base, "grep-output");
+    const output = `--output=${written}`;
+    repo.write("notes.txt", `use ${output} carefully\n`);
+    for (const pattern of [`--open-files-in-pager=${script}`, `-O${script}`, output, "-e", "--", "-v"]) {
       const result = await gate.invoke("repo.search", { pattern }, call());
       expect(result.status, pattern).toBe("ok");
     }
-    const literal = await gate.invoke("repo.search", { pattern: "--output=/tmp/x" }, call());
+    const literal = await gate.invoke("repo.search", { pattern: output }, call());
     expect(literal.status === "ok" && literal.output).toMatchObject({ matches: [{ path: "notes.txt", line: 1 }] });
     const inverted = await gate.invoke("repo.search", { pattern: "-v" }, call());
     expect(inverted.status === "ok" && (inverted.output as { matches: unknown[] }).matches).toEqual([]);
     expect(exists(marker)).toBe(false);
-    expect(exists("/tmp/x")).toBe(false);
+    expect(exists(written)).toBe(false);
   });
 });
 
