@@ -109,9 +109,10 @@ describe("option injection", () => {
   it("treats a search pattern that is an option as text: it finds it literally and runs nothing", async () => {
     const marker = path.join(repo.base, "pager-ran");
     const script = repo.markerScript("pager.sh", marker);
-    // A path of this test's own, outside the root: a shared one (/tmp/x) could exist already.
+    // A path of this test's own, just outside the root (a shared one like /tmp/x could exist
+    // already), spelled relatively so the text searched stays the same on every run.
     const written = path.join(repo.base, "grep-output");
-    const output = `--output=${written}`;
+    const output = "--output=../grep-output";
     repo.write("notes.txt", `use ${output} carefully\n`);
     for (const pattern of [`--open-files-in-pager=${script}`, `-O${script}`, output, "-e", "--", "-v"]) {
       const result = await gate.invoke("repo.search", { pattern }, call());
