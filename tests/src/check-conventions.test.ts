@@ -148,7 +148,7 @@ describe("check-conventions accepts", () => {
     const tree = wellFormed();
     tree["packages/tools-acme/src/options.ts"] = "export const x = 1;\n".repeat(401);
     tree["packages/core/src/gate/steps/run.ts"] = "export const y = 1;\n".repeat(251);
-    tree["packages/tools-acme/src/tools/ping.test.ts"] = 'import { it } from "vitest";\n' + "it.todo('x');\n".repeat(500);
+    tree["packages/tools-acme/src/tools/ping.test.ts"] = "// a long test file is allowed\n".repeat(500);
     expectRefused(
       tree,
       "packages/tools-acme/src/options.ts: is 401 lines; split it along a seam (at most 400)",

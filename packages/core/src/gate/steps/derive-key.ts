@@ -12,6 +12,8 @@ import type { Step } from "../pipeline.js";
 export const deriveKey: Step<Previewed, Keyed> = {
   name: "derive-key",
   run(c) {
+    // A caller's key does not depend on the preview: replay-caller-key assigned it already.
+    if (c.call.idempotencyKey !== undefined) return c as unknown as Keyed;
     return assignKeys(c, c.approval?.previewHash);
   },
 };
