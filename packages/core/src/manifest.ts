@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "./errors.js";
-import type { ToolContext, PreviewContext } from "./context.js";
+import type { ToolContext, PreviewContext, EffectIdentity } from "./context.js";
 
 /** `family.verb_noun`: lower-case words joined by dots, at most 64 characters. */
 export const TOOL_ID_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
@@ -76,7 +76,11 @@ export interface ApprovalPreview {
   readonly plan?: unknown;
 }
 
-export type ApprovalRule<TInput> = "never" | "always" | ((input: TInput) => boolean);
+/**
+ * When a human must approve. A predicate gets the parsed input and the call's identity (who, for
+ * which tenant), so a rule that depends on earlier calls can keep them apart per principal and tenant.
+ */
+export type ApprovalRule<TInput> = "never" | "always" | ((input: TInput, call: EffectIdentity) => boolean);
 
 /** The OAuth scopes a tool needs from the connector token runtime. */
 export interface ConnectorRequirement {

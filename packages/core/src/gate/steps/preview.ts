@@ -5,7 +5,7 @@
  */
 import { canonicalJson, hashCanonical } from "../../canonical-json.js";
 import { ToolError } from "../../errors.js";
-import type { PreviewContext } from "../../context.js";
+import type { EffectIdentity, PreviewContext } from "../../context.js";
 import type { ApprovalPreview } from "../../manifest.js";
 import type { Authorized, BuiltPreview, Previewed, Writable } from "../call-state.js";
 import type { InvokeResult } from "../results.js";
@@ -49,7 +49,7 @@ function approvalRequired(c: Authorized): boolean {
   if (rule === "never") return false;
   if (rule === "always") return true;
   try {
-    return (rule as (input: unknown) => boolean)(c.parsed) !== false;
+    return (rule as (input: unknown, call: EffectIdentity) => boolean)(c.parsed, identity(c)) !== false;
   } catch {
     return true; // a predicate that fails asks a human
   }
