@@ -104,6 +104,31 @@ describe("google emulator: Gmail v1 through @googleapis/gmail", () => {
     expect(emulator.gmail.sent).toHaveLength(1);
   });
 
+  it("delivers to every address of every To, Cc and Bcc header, as mail software reads them", async () => {
+    const { mail } = await connect(emulator, [SCOPE.gmailSend]);
+    const send = async (head: string): Promise<readonly string[]> => {
+      const raw = Buffer.from(`${head}\r\nSubject: x\r\n\r\nbody`, "utf8").toString("base64url");
+      await mail.users.messages.send({ userId: "me", requestBody: { raw } });
+      const last = emulator.gmail.sent.at(-1)!;
+      return [...last.to, ...last.cc.map((a) => `cc:${a}`), ...last.bcc.map((a) => `bcc:${a}`)];
+    };
+    const word = (text: string): string => `=?UTF-8?B?${Buffer.from(text, "utf8").toString("base64")}?=`;
+    expect(await send('To: ana@example.test, "mallory"@evil.test')).toEqual(["ana@example.test", "mallory@evil.test"]);
+    expect(await send("To: ana@example.test\r\nTo: mallory@evil.test")).toEqual(["ana@example.test", "mallory@evil.test"]);
+    expect(await send("to: ana@example.test\r\nCC: bo@example.test\r\ncc: mallory@evil.test\r\nBCC: cy@example.test")).toEqual([
+      "ana@example.test",
+      "cc:bo@example.test",
+      "cc:mallory@evil.test",
+      "bcc:cy@example.test",
+    ]);
+    expect(await send("To: friends: ana@example.test, mallory@evil.test;")).toEqual(["ana@example.test", "mallory@evil.test"]);
+    expect(await send("To: ana@example.test,\r\n mallory@evil.test")).toEqual(["ana@example.test", "mallory@evil.test"]);
+    expect(await send('To: "ana@example.test" <mallory@evil.test>')).toEqual(["mallory@evil.test"]);
+    expect(await send('To: "ana@example.test, x"@evil.test')).toEqual(["ana@example.test, x@evil.test"]);
+    // An encoded word that decodes to an angle address is an address to mail software.
+    expect(await send(`To: ${word("<mallory@evil.test>")}`)).toEqual(["mallory@evil.test"]);
+  });
+
   it("creates, lists, gets and sends drafts", async () => {
     const { mail } = await connect(emulator, [SCOPE.gmailCompose]);
     const draft = await mail.users.drafts.create({

@@ -4,7 +4,7 @@ import { ApiError, badRequest, notFound } from "../http.js";
 import type { GmailFixture, GmailMessageSeed, SentMessage } from "./gmail-fixture.js";
 import { formatMessage, metadataOnly, type StoredMessage } from "./gmail-message-format.js";
 import { labelKey, searchMessages } from "./gmail-query.js";
-import { addressesIn, composeMime, decodeWords, headerValue, leavesOf, parseMime, plainTextOf } from "./mime.js";
+import { composeMime, decodeWords, headerValue, leavesOf, parseMime, plainTextOf, recipientsIn } from "./mime.js";
 
 const SYSTEM_LABELS = [
   "INBOX",
@@ -108,9 +108,9 @@ export class Mailbox {
     const request = isRecord(body) ? (body as gmail_v1.Schema$Message) : {};
     const raw = decodeRaw(request.raw);
     const mime = parseMime(raw);
-    const to = addressesIn(headerValue(mime.headers, "to"));
-    const cc = addressesIn(headerValue(mime.headers, "cc"));
-    const bcc = addressesIn(headerValue(mime.headers, "bcc"));
+    const to = recipientsIn(mime.headers, "to");
+    const cc = recipientsIn(mime.headers, "cc");
+    const bcc = recipientsIn(mime.headers, "bcc");
     if (to.length + cc.length + bcc.length === 0) throw badRequest("Recipient address required", "invalidArgument");
     let threadId: string;
     if (typeof request.threadId === "string" && request.threadId !== "") {

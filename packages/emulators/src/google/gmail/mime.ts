@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { addressParser } from "postal-mime";
 
 /** One node of a parsed RFC 2822 / MIME message. */
 export interface MimePart {
@@ -137,12 +138,18 @@ export function plainTextOf(mime: MimePart): string {
   return html ? textOf(html).replace(/<[^>]*>/g, " ") : "";
 }
 
-/** Addresses in an address-list header (`A <a@x>, b@y`), lower-cased. */
-export function addressesIn(value: string | undefined): string[] {
-  if (!value) return [];
-  const decoded = decodeWords(value);
-  const found = decoded.match(/[^\s<>,;"()]+@[^\s<>,;"()]+/g) ?? [];
-  return found.map((a) => a.toLowerCase());
+/**
+ * Every address in every header called `name` (To, Cc, Bcc may each occur more than once on the
+ * wire), groups flattened, lower-cased: what a mail system delivers to. Read by a maintained
+ * address parser (the one `postal-mime` uses), which decodes encoded words the way mail software does.
+ */
+export function recipientsIn(headers: readonly (readonly [string, string])[], name: string): string[] {
+  const lower = name.toLowerCase();
+  return headers
+    .filter(([n]) => n.toLowerCase() === lower)
+    .flatMap(([, value]) => addressParser(value, { flatten: true }))
+    .map((entry) => (entry.address ?? "").toLowerCase())
+    .filter((address) => address !== "");
 }
 
 function escapeRegExp(text: string): string {
