@@ -2,6 +2,7 @@ import { lstat, readlink, realpath, stat } from "node:fs/promises";
 import { realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { ToolError } from "../errors.js";
+import { isHardLinkToProtected, protectedPathCovering } from "./protected-paths.js";
 
 /** Options for {@link resolveWithinRoot} and {@link RootGuard.resolve}. */
 export interface ResolveWithinRootOptions {
@@ -16,7 +17,16 @@ export interface ResolveWithinRootOptions {
 }
 
 /** Why a candidate was refused; carried in `ToolError.details.reason`. */
-export type PathRefusalReason = "not_a_string" | "empty" | "nul_byte" | "too_long" | "outside_root" | "symlink_escape" | "unresolvable";
+export type PathRefusalReason =
+  | "not_a_string"
+  | "empty"
+  | "nul_byte"
+  | "too_long"
+  | "outside_root"
+  | "symlink_escape"
+  | "unresolvable"
+  /** At or under a path protected with `protectPath` (the gate's own state), or a hard link to a file there. */
+  | "protected";
 
 /**
  * A root resolved once, reused for many candidates. The root's real path is fixed when the guard
@@ -75,6 +85,10 @@ export function createRootGuard(root: string): RootGuard {
  * Refusal messages name the candidate (shortened) and the rule it broke, never the root's location
  * or where a link points.
  *
+ * A real path at or under a path protected with {@link protectPath} (the gate's journal, keys,
+ * vault and grants), or a regular file that is a hard link to one there, is refused with reason
+ * `protected`, wherever the root is: after realpath, so a symbolic link to it is caught too.
+ *
  * The check is made at call time: a process that can rename or re-link entries inside the root
  * while the caller uses the returned path can still race it, and a hard link or a bind mount
  * inside the root is not a symbolic link and is not seen. Roots must not be writable by anyone the
@@ -83,7 +97,7 @@ export function createRootGuard(root: string): RootGuard {
  * @returns the real absolute path, inside the real root (the root itself for `"."`).
  * @throws ToolError `path_escape` (with `details.reason`, a {@link PathRefusalReason}) when the
  *   candidate is empty, not a string, contains a NUL byte, is too long, leads outside the root,
- *   or cannot be resolved (a symbolic-link loop, for instance).
+ *   is protected, or cannot be resolved (a symbolic-link loop, for instance).
  * @throws ToolError `not_found` when the candidate is inside the root but does not exist and
  *   `allowMissing` is not set.
  * @throws ToolError `config_invalid` when the root is relative, missing or not a directory.
@@ -184,6 +198,10 @@ async function resolveAgainst(realRoot: string, givenRoot: string, candidate: st
     missing = true;
   }
   if (!isInside(realRoot, real)) throw refuse(candidate, "symlink_escape", "resolves through a symbolic link to a place outside the root");
+  if (protectedPathCovering(real) !== undefined) throw refuse(candidate, "protected", "is the gate's own state, which no tool may reach");
+  const info = missing ? undefined : await stat(real).catch(() => undefined);
+  if (info !== undefined && isHardLinkToProtected(info))
+    throw refuse(candidate, "protected", "is a hard link to the gate's own state, which no tool may reach");
   if (missing && options.allowMissing !== true) throw new ToolError("not_found", `path ${shown(candidate)} does not exist`);
   return real;
 }

@@ -59,6 +59,11 @@ export interface BubblewrapSandbox {
    * as a whole, nor home directories). Add where a command's tools live elsewhere.
    */
   readonly readOnlyPaths?: readonly string[];
+  /**
+   * Absolute paths to hide from each run, asked for before every run (a directory is covered by an
+   * empty tmpfs, a file by `/dev/null`). Protected paths (`protectPath`) are always hidden.
+   */
+  readonly hide?: () => readonly string[] | Promise<readonly string[]>;
 }
 
 export type VerifierSandbox = "none" | "bubblewrap" | BubblewrapSandbox;

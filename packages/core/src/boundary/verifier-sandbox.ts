@@ -3,10 +3,11 @@
  * command under it (no network, its own process, IPC and host-name namespaces, private `/tmp`,
  * `/proc` and `/dev`, system paths and, unless the command may write, the root read-only).
  */
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, lstatSync } from "node:fs";
 import path from "node:path";
 import { ToolError } from "../errors.js";
 import type { BubblewrapSandbox, VerifierSandbox } from "./verifier-options.js";
+import { isDirectory, protectedPaths } from "./protected-paths.js";
 
 /** Host paths a bubblewrap sandbox sees read-only by default. */
 export const DEFAULT_SANDBOX_READ_ONLY_PATHS: readonly string[] = [
@@ -34,6 +35,7 @@ export const DEFAULT_SANDBOX_READ_ONLY_PATHS: readonly string[] = [
 export interface PreparedSandbox {
   readonly bwrap: string;
   readonly readOnlyPaths: readonly string[];
+  readonly hide: BubblewrapSandbox["hide"];
 }
 
 /** The sandbox as configured; undefined for `"none"`. `config_invalid` when bwrap is missing. */
@@ -55,16 +57,47 @@ export function prepareSandbox(spec: VerifierSandbox, env: Record<string, string
       'verifier sandbox "bubblewrap" needs the bwrap program, which is not installed or not executable (install the bubblewrap package)',
     );
   }
-  return { bwrap, readOnlyPaths };
+  if (settings.hide !== undefined && typeof settings.hide !== "function") throw new ToolError("config_invalid", "sandbox hide must be a function");
+  return { bwrap, readOnlyPaths, hide: settings.hide };
 }
 
-/** The argv that runs `argv` in `cwd` under the sandbox, with the root writable only when `write`. */
-export function sandboxedArgv(sandbox: PreparedSandbox, realRoot: string, cwd: string, write: boolean, argv: readonly string[]): string[] {
+/**
+ * The argv that runs `argv` in `cwd` under the sandbox, with the root writable only when `write`.
+ * Every protected path (see `protectPath`) and every path in `hidden` that exists under what the
+ * sandbox binds is hidden: a directory behind an empty tmpfs, a file behind `/dev/null`.
+ */
+export function sandboxedArgv(
+  sandbox: PreparedSandbox,
+  realRoot: string,
+  cwd: string,
+  write: boolean,
+  argv: readonly string[],
+  hidden: readonly string[] = [],
+): string[] {
   const args = [sandbox.bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent"];
   for (const p of sandbox.readOnlyPaths) args.push("--ro-bind-try", p, p);
   args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
-  args.push(write ? "--bind" : "--ro-bind", realRoot, realRoot, "--chdir", cwd);
-  return [...args, "--", ...argv];
+  args.push(write ? "--bind" : "--ro-bind", realRoot, realRoot);
+  for (const p of masked([realRoot, ...sandbox.readOnlyPaths], [...protectedPaths(), ...hidden]))
+    args.push(...(isDirectory(p) ? ["--tmpfs", p] : ["--ro-bind", "/dev/null", p]));
+  return [...args, "--chdir", cwd, "--", ...argv];
+}
+
+const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
+
+/** The paths to hide: existing, not links (their targets are listed in real form), under a bound path, parents before (and instead of) children. */
+function masked(bound: readonly string[], candidates: readonly string[]): string[] {
+  const chosen: string[] = [];
+  for (const p of [...new Set(candidates.map((c) => path.resolve(c)))].sort((a, b) => a.length - b.length)) {
+    if (!bound.some((b) => under(p, b)) || chosen.some((c) => under(p, c))) continue;
+    try {
+      if (lstatSync(p).isSymbolicLink()) continue;
+    } catch {
+      continue;
+    }
+    chosen.push(p);
+  }
+  return chosen;
 }
 
 function findOnPath(program: string, searchPath: string): string | undefined {

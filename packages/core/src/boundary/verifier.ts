@@ -51,7 +51,8 @@ const DEFAULT_KILL_GRACE_MS = 2_000;
  * - with `sandbox: "bubblewrap"`, runs under bwrap with no network (a fresh network namespace
  *   holding only a loopback of its own), its own process, IPC and host-name namespaces, a private
  *   `/tmp`, `/proc` and `/dev`, the system paths read-only, the root read-only unless the command
- *   declares `sandbox: { write: true }`, and the sandbox killed if the host process dies.
+ *   declares `sandbox: { write: true }`, every protected path (`protectPath`) and every path the
+ *   sandbox's `hide` names hidden, and the sandbox killed if the host process dies.
  *
  * @returns a verifier whose `run` resolves to the outcome (exit code, signal, output, truncation,
  *   duration, whether the deadline hit) whatever the command's exit status.
@@ -91,7 +92,9 @@ export function createVerifier(options: CreateVerifierOptions): CommandVerifier 
     if (signal?.aborted) throw new ToolError("cancelled", "the run was cancelled before it started");
 
     const argv = [...command.argv, ...args];
-    const spawned = sandbox === undefined ? argv : sandboxedArgv(sandbox, guard.root, cwd, command.write, argv);
+    const hidden = sandbox?.hide === undefined ? [] : await sandbox.hide();
+    if (signal?.aborted) throw new ToolError("cancelled", "the run was cancelled before it started");
+    const spawned = sandbox === undefined ? argv : sandboxedArgv(sandbox, guard.root, cwd, command.write, argv, hidden);
     return execute(spawned, {
       cwd,
       env,
