@@ -1,20 +1,15 @@
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeEach, describe, expect, it } from "vitest";
+import { tempProject } from "./fixtures/temp-project.js";
 
 const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
-const fixture = fileURLToPath(new URL("./fixtures/notes.config.mjs", import.meta.url));
-const nodeModules = fileURLToPath(new URL("../../../node_modules", import.meta.url));
 
 let dir: string;
 beforeEach(() => {
-  // A temp project whose imports resolve through the workspace's node_modules.
-  dir = mkdtempSync(join(tmpdir(), "toolgate-cli-"));
-  copyFileSync(fixture, join(dir, "toolgate.config.mjs"));
-  spawnSync("ln", ["-s", nodeModules, join(dir, "node_modules")]);
+  dir = tempProject("toolgate-cli-");
 });
 
 /** Run the real binary in the temp project. */

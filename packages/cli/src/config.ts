@@ -26,10 +26,15 @@ export interface Composition {
   readonly close?: () => Promise<void> | void;
 }
 
-/** Where the journal lives: a SQLite file, a PostgreSQL URL, or memory (gone when the CLI exits). */
-const journalSchema = z.union([z.object({ sqlite: z.string() }), z.object({ postgres: z.string() }), z.object({ memory: z.literal(true) })], {
-  error: 'must be { "sqlite": path }, { "postgres": url } or { "memory": true }',
-});
+/**
+ * Where the journal lives: a SQLite file, a PostgreSQL URL, or memory (gone when the CLI exits);
+ * `witness`: a file outside the journal's directory for signed checkpoints of the audit chain.
+ */
+const witness = { witness: z.string().min(1).optional() };
+const journalSchema = z.union(
+  [z.object({ sqlite: z.string(), ...witness }), z.object({ postgres: z.string(), ...witness }), z.object({ memory: z.literal(true), ...witness })],
+  { error: 'must be { "sqlite": path }, { "postgres": url } or { "memory": true }, each with an optional "witness": path' },
+);
 
 /** A key kept in a file or an environment variable. */
 const keySourceSchema = z.union([z.object({ file: z.string() }), z.object({ env: z.string() })], { error: 'must be { "file": path } or { "env": name }' });

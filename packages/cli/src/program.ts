@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { approvalsApprove, approvalsDeny, approvalsList, approvalsShow } from "./commands/approvals.js";
-import { auditExport, auditTail, auditVerify } from "./commands/audit.js";
+import { auditExport, auditHead, auditTail, auditVerify, parseExpectedHead, type AuditVerifyOptions } from "./commands/audit.js";
 import { callCommand } from "./commands/call.js";
 import { connectionsAdd, connectionsRevoke, connectionsStatus } from "./commands/connections.js";
 import { docsCommand } from "./commands/docs.js";
@@ -104,10 +104,17 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .option("--json", "one JSON event per line", false)
     .action(withRuntime((rt, opts: { lines: number; json: boolean }) => auditTail(rt, opts, io)));
   audit
+    .command("head")
+    .description("the newest event as SEQ:MAC; keep it elsewhere and pass it to verify --expected-head")
+    .option("--json", "print seq, mac, the event's time and the journal kind as JSON", false)
+    .action(withRuntime((rt, opts: { json: boolean }) => auditHead(rt, opts, io)));
+  audit
     .command("verify")
     .description("walk the HMAC chain; names the first bad entry")
+    .option("--expected-head <SEQ:MAC>", "a head kept elsewhere: fail unless the chain holds that event (finds a cut tail)", parseExpectedHead)
+    .option("--witness <file>", "a witness file: fail unless the chain holds every checkpoint in it")
     .option("--json", "print the verdict as JSON", false)
-    .action(withRuntime((rt, opts: { json: boolean }) => auditVerify(rt, opts, io)));
+    .action(withRuntime((rt, opts: AuditVerifyOptions) => auditVerify(rt, opts, io)));
   audit
     .command("export")
     .option("--out <file>", "write JSON lines here (mode 0600) instead of stdout")

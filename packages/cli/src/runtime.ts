@@ -4,6 +4,7 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { ToolError, createGate, createMemoryJournal, createToolRegistry, type Gate, type Journal, type Profile, type ToolRegistry } from "@toolgate/core";
 import { createFileVault, type TokenVault } from "@toolgate/core/connectors";
+import { withConfiguredWitness } from "./commands/audit.js";
 import { findConfig, loadConfig, type Composition, type ToolgateConfig } from "./config.js";
 
 /** One composed run of the CLI: the gate and everything it was built from. */
@@ -34,7 +35,7 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
   const baseDir = dirname(configPath);
   const config = await loadConfig(configPath);
   const auditKey = await readAuditKey(baseDir, config.auditKey);
-  const journal = await openJournal(baseDir, config.journal, auditKey);
+  const journal = withConfiguredWitness(await openJournal(baseDir, config.journal, auditKey), baseDir, config.journal, auditKey);
   const secrets: string[] = [];
   const vault = openVault(baseDir, config.vault);
   let composition: Composition;

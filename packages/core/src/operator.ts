@@ -12,3 +12,5 @@ export type { Inventory, InventoryEntry, BuildInventoryOptions } from "./invento
 export { renderOperatorDocs } from "./operator-docs.js";
 export type { OperatorDocPage } from "./operator-docs.js";
 export { sovereigntyOf } from "./manifest.js";
+export { withWitness, readWitness, parseWitness, checkPinnedHeads } from "./journal/witness.js";
+export type { PinnedHead, PinnedHeadsVerdict, WitnessCheckpoint, WitnessOptions, WitnessReading, WitnessedJournal } from "./journal/witness.js";

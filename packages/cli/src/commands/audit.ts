@@ -1,6 +1,10 @@
+import { existsSync, realpathSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
-import { type AuditRecord } from "@toolgate/core";
-import { verifyAuditChain } from "@toolgate/core/operator";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { InvalidArgumentError } from "commander";
+import { ToolError, type AuditRecord, type Journal } from "@toolgate/core";
+import { checkPinnedHeads, readWitness, verifyAuditChain, withWitness, type PinnedHead } from "@toolgate/core/operator";
+import type { ToolgateConfig } from "../config.js";
 import { CliFailure, EXIT, progress, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
@@ -31,7 +35,37 @@ export async function auditTail(runtime: Runtime, options: { lines: number; json
   return EXIT.ok;
 }
 
-export async function auditVerify(runtime: Runtime, options: { json: boolean }, io: Io): Promise<number> {
+/** `toolgate audit head`: the newest event as `SEQ:MAC`, the form `--expected-head` takes. */
+export async function auditHead(runtime: Runtime, options: { json: boolean }, io: Io): Promise<number> {
+  const head = await runtime.journal.head();
+  if (!options.json) io.out(`${head.seq}:${head.mac}`);
+  else {
+    const [event] = head.seq === 0 ? [] : await runtime.journal.readAudit({ afterSeq: head.seq - 1, limit: 1 });
+    io.out(JSON.stringify({ seq: head.seq, mac: head.mac, at: event?.at ?? null, journal: runtime.journal.kind }));
+  }
+  return EXIT.ok;
+}
+
+const HEAD_FORMAT = /^(\d{1,15}):([0-9a-fA-F]{64})$/;
+
+/** Parse `--expected-head SEQ:MAC` as `toolgate audit head` prints it; anything else is a usage error. */
+export function parseExpectedHead(text: string): PinnedHead {
+  const match = HEAD_FORMAT.exec(text.trim());
+  if (!match || !Number.isSafeInteger(Number(match[1])))
+    throw new InvalidArgumentError("expected SEQ:MAC, the event's sequence number and its 64-hex-digit MAC, as `toolgate audit head` prints them");
+  return { seq: Number(match[1]), mac: match[2]!.toLowerCase() };
+}
+
+export interface AuditVerifyOptions {
+  readonly json: boolean;
+  /** A head recorded elsewhere: the chain must hold that event at that seq. */
+  readonly expectedHead?: PinnedHead;
+  /** A witness file: every checkpoint in it must be in the chain. */
+  readonly witness?: string;
+}
+
+export async function auditVerify(runtime: Runtime, options: AuditVerifyOptions, io: Io): Promise<number> {
+  const witness = options.witness === undefined ? undefined : await readWitness(options.witness, runtime.auditKey);
   const bar = progress(io, "verifying");
   let count = 0;
   const all: AuditRecord[] = [];
@@ -40,14 +74,61 @@ export async function auditVerify(runtime: Runtime, options: { json: boolean }, 
     bar.update(++count);
   }
   bar.end();
-  const verdict = verifyAuditChain(all, { key: runtime.auditKey, expectedHead: await runtime.journal.head() });
-  if (options.json) io.out(JSON.stringify(verdict));
+  // The chain's own end proves nothing about a cut tail; only a head kept elsewhere does.
+  const verdict = verifyAuditChain(all, { key: runtime.auditKey });
+  const pinned = verdict.ok && options.expectedHead ? checkPinnedHeads(all, [options.expectedHead]) : undefined;
+  const witnessed = verdict.ok && witness?.ok ? checkPinnedHeads(all, witness.checkpoints) : undefined;
+  if (options.json) io.out(JSON.stringify({ ...verdict, ...(pinned ? { expectedHead: pinned } : {}), ...(witness ? { witness: witnessed ?? witness } : {}) }));
   if (!verdict.ok) {
     const bad = all.find((r) => r.seq === verdict.seq);
     throw new CliFailure(`audit chain broken at #${verdict.seq}${bad ? ` (${bad.type} ${bad.toolId ?? ""})` : ""}: ${verdict.reason}`, EXIT.failed);
   }
-  if (!options.json) io.out(`audit chain verified: ${verdict.count} events, head #${verdict.head.seq} ${verdict.head.mac.slice(0, 16)}`);
+  if (pinned && !pinned.ok) throw new CliFailure(`audit chain does not hold the expected head: ${pinned.reason}`, EXIT.failed);
+  if (witness && !witness.ok) throw new CliFailure(`witness file ${options.witness} line ${witness.line}: ${witness.reason}`, EXIT.failed);
+  if (witnessed && !witnessed.ok)
+    throw new CliFailure(`audit chain does not hold a checkpoint of the witness file ${options.witness}: ${witnessed.reason}`, EXIT.failed);
+  if (!options.json) {
+    const lines = [`audit chain verified: ${verdict.count} events, head #${verdict.head.seq} ${verdict.head.mac.slice(0, 16)}`];
+    if (pinned?.ok) lines.push(`expected head #${options.expectedHead!.seq} found; ${pinned.following} events follow it`);
+    if (witnessed?.ok)
+      lines.push(
+        witnessed.last
+          ? `witness: ${witnessed.checked} checkpoints found in the chain, the last #${witnessed.last.seq}; ${witnessed.following} events follow it`
+          : "witness: the file holds no checkpoint yet",
+      );
+    io.out(lines.join("\n"));
+  }
   return EXIT.ok;
+}
+
+/**
+ * Wrap the configured journal with its witness (`journal.witness`): signed checkpoints of the
+ * chain appended to a file that must not lie in the journal's own directory — whoever can cut the
+ * journal's tail there could cut the witness with it.
+ */
+export function withConfiguredWitness(journal: Journal, baseDir: string, where: ToolgateConfig["journal"], auditKey: Buffer): Journal {
+  if (!where?.witness) return journal;
+  const file = resolve(baseDir, where.witness);
+  if ("sqlite" in where) {
+    const journalDir = realDir(dirname(resolve(baseDir, where.sqlite)));
+    const inside = relative(journalDir, realDir(dirname(file)));
+    if (!inside.startsWith("..") && !isAbsolute(inside))
+      throw new ToolError("config_invalid", `the witness file ${file} is inside the journal's directory ${journalDir}`, {
+        details: { hint: "place the witness on another disk or host (a mount the journal's host can only append to)" },
+      });
+  }
+  return withWitness(journal, { file, key: auditKey });
+}
+
+/** A directory with its symbolic links resolved, as far as it exists. */
+function realDir(dir: string): string {
+  const missing: string[] = [];
+  let at = dir;
+  while (!existsSync(at) && dirname(at) !== at) {
+    missing.unshift(basename(at));
+    at = dirname(at);
+  }
+  return join(realpathSync(at), ...missing);
 }
 
 export async function auditExport(runtime: Runtime, options: { out?: string }, io: Io): Promise<number> {
