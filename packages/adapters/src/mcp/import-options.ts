@@ -1,7 +1,9 @@
 /** What an operator declares when importing an MCP server, and what the import reports back. */
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { AnyToolManifest, ApprovalPreview, ApprovalRule, DataClass, Effect, RiskLevel, RuntimeIsolation, ToolFamily, Visibility } from "@toolgate/core";
+import type { JsonBounds } from "@toolgate/core/boundary";
 import type { z } from "zod";
+import type { McpSandboxOption } from "./remote-sandbox.js";
+import type { TextRedactor } from "./remote-output.js";
 
 /**
  * What an operator declares about one remote tool. Every field here wins over anything the server
@@ -37,6 +39,8 @@ export interface ImportedToolDescription {
   readonly requiredConsent?: readonly string[];
   readonly runtimeIsolation?: RuntimeIsolation;
   readonly target?: (input: Record<string, unknown>) => string;
+  /** This tool's output cap in bytes of JSON; default the import's `maxOutputBytes`. */
+  readonly maxOutputBytes?: number;
 }
 
 export interface ImportMcpServerOptions {
@@ -66,6 +70,27 @@ export interface ImportMcpServerOptions {
    * one extra `tools/list` per call) or only when the server sends `tools/list_changed`.
    */
   readonly driftCheck?: "every-call" | "on-list-changed";
+  /**
+   * How a stdio server is started; default `"auto"`: under bubblewrap (no network, read-only system
+   * paths and working directory) where bwrap is found, otherwise unsandboxed with a warning.
+   */
+  readonly sandbox?: McpSandboxOption;
+  /**
+   * Output over this many bytes of JSON is cut, ending with a truncation marker; default 1 MiB.
+   * Bind the gate's redactor (`useRedactor`) so text is redacted before it is cut.
+   */
+  readonly maxOutputBytes?: number;
+  /** A message from the server longer than this breaks the protocol (stdio); default 16 MiB. */
+  readonly maxMessageBytes?: number;
+  /** JSON bounds every message from the server is checked against before the SDK reads it; default depth 64. */
+  readonly bounds?: JsonBounds;
+  /**
+   * Tools whose server-written text (title, description, input schema) reads like instructions to
+   * the model are not registered until accepted here: remote tool name → `descriptionDigest` of the
+   * text accepted (reported in `skipped`). A changed text has another digest and is refused again.
+   * A tool given the operator's own `description` is not checked: the model never reads the server's.
+   */
+  readonly acceptedDescriptions?: Readonly<Record<string, string>>;
 }
 
 /** A remote tool that was not registered, and why. */
@@ -73,6 +98,8 @@ export interface SkippedTool {
   readonly name: string;
   readonly reason: string;
   readonly digest: string;
+  /** The digest to accept in `acceptedDescriptions`, for a tool refused for its text. */
+  readonly descriptionDigest?: string;
 }
 
 export interface DriftReport {
@@ -102,6 +129,13 @@ export interface ImportedMcpServer {
    * Calls are validated against the schema registered at import: re-import to adopt a new schema.
    */
   reapprove(names?: readonly string[]): Promise<void>;
+  /**
+   * Redact output text with the gate's redactor before it is cut to `maxOutputBytes`, and error text
+   * before it is cut and fenced: `imported.useRedactor(gate.redactor)` once the gate exists.
+   */
+  useRedactor(redactor: TextRedactor): void;
+  /** How the server was started (sandbox) and what the inventory may claim about it. */
+  readonly isolation: RuntimeIsolation | undefined;
   close(): Promise<void>;
 }
 

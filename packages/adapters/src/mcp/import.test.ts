@@ -6,6 +6,8 @@ import { z } from "zod";
 import { importMcpServer, type ImportedMcpServer, type ImportMcpServerOptions } from "./import.js";
 
 const server = fileURLToPath(new URL("../fixtures/remote-mcp-server.mjs", import.meta.url));
+// The fixture loads the SDK from the repository's node_modules: the sandbox must let it read them.
+const sandbox = { kind: "auto", readOnlyPaths: [fileURLToPath(new URL("../../../..", import.meta.url))] } as const;
 const profile = defineProfile({ name: "remote", allow: ["remote:echo", "remote:wipe", "remote:env", "remote:fail"], maxRisk: "high" });
 const call = { principal: "agent", tenant: "tests", profile };
 
@@ -31,7 +33,7 @@ async function remoteCalls(): Promise<number> {
 
 beforeAll(async () => {
   process.env["TOOLGATE_TEST_SECRET"] = "must-not-leak";
-  imported = await importMcpServer({ name: "remote", command: process.execPath, args: [server], env: { REMOTE_MODE: "test" }, tools: described });
+  imported = await importMcpServer({ name: "remote", command: process.execPath, args: [server], env: { REMOTE_MODE: "test" }, tools: described, sandbox });
   gate = createGate({ registry: createToolRegistry({ families: [imported.family] }), journal: createMemoryJournal() });
 });
 afterAll(async () => {
@@ -70,7 +72,8 @@ describe("importMcpServer against a real MCP server over stdio", () => {
     const r = await gate.invoke("remote.env_keys", {}, call);
     expect(r.status).toBe("ok");
     const keys = JSON.parse((r as OkResult<{ content: { text: string }[] }>).output.content[0]!.text) as string[];
-    expect(keys.filter((k) => !k.startsWith("NODE_") && k !== "_")).toEqual(["PATH", "REMOTE_MODE"]);
+    // Bubblewrap sets PWD to the directory it starts the server in; nothing of the host's.
+    expect(keys.filter((k) => !k.startsWith("NODE_") && k !== "_" && k !== "PWD")).toEqual(["PATH", "REMOTE_MODE"]);
     expect(keys).not.toContain("TOOLGATE_TEST_SECRET");
     expect(keys).not.toContain("HOME");
   });
@@ -103,13 +106,16 @@ describe("importMcpServer against a real MCP server over stdio", () => {
 
 describe("importMcpServer: configuration", () => {
   it("refuses a server whose described tools are all missing, and a pinned digest that no longer matches", async () => {
-    await expect(importMcpServer({ name: "remote", command: process.execPath, args: [server], tools: { nope: described["echo"]! } })).rejects.toMatchObject({
+    await expect(
+      importMcpServer({ name: "remote", command: process.execPath, args: [server], sandbox, tools: { nope: described["echo"]! } }),
+    ).rejects.toMatchObject({
       code: "config_invalid",
     });
     const pinned = await importMcpServer({
       name: "remote",
       command: process.execPath,
       args: [server],
+      sandbox,
       tools: { echo: described["echo"]! },
       approvedDigests: { echo: "0".repeat(64) },
     });
@@ -126,6 +132,7 @@ describe("importMcpServer: configuration", () => {
       name: "remote",
       command: process.execPath,
       args: [server],
+      sandbox,
       tools: { echo: { ...described["echo"]!, input: z.object({ text: z.enum(["yes", "no"]) }).strict() } },
     });
     try {

@@ -1,7 +1,5 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ToolListChangedNotificationSchema, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import {
   canonicalJson,
   defineFamily,
@@ -10,22 +8,32 @@ import {
   sha256Hex,
   ToolError,
   type AnyToolManifest,
-  type ApprovalPreview,
-  type ApprovalRule,
-  type DataClass,
   type Effect,
-  type RiskLevel,
   type RuntimeIsolation,
-  type ToolFamily,
-  type Visibility,
 } from "@toolgate/core";
 import { z } from "zod";
+import { callFailure, createRemoteConnection } from "./remote-connection.js";
+import { capOutput, DEFAULT_MAX_OUTPUT_BYTES, fencedRemoteText, type TextRedactor } from "./remote-output.js";
+import { stdioLaunch } from "./remote-sandbox.js";
 
 export type { DriftReport, ImportedMcpServer, ImportedToolDescription, ImportMcpServerOptions, SkippedTool } from "./import-options.js";
 import type { DriftReport, ImportedMcpServer, ImportedToolDescription, ImportMcpServerOptions, SkippedTool } from "./import-options.js";
 
 export function definitionDigest(tool: Pick<McpTool, "name" | "description" | "inputSchema">): string {
   return sha256Hex(canonicalJson({ name: tool.name, description: tool.description ?? null, inputSchema: tool.inputSchema }));
+}
+
+/** The digest an operator accepts a server's tool text by: everything of it a model reads (title, description, input schema). */
+export function descriptionDigest(tool: Pick<McpTool, "name" | "title" | "description" | "inputSchema" | "annotations">): string {
+  return sha256Hex(
+    canonicalJson({
+      name: tool.name,
+      title: tool.title ?? null,
+      annotationTitle: tool.annotations?.title ?? null,
+      description: tool.description ?? null,
+      inputSchema: tool.inputSchema,
+    }),
+  );
 }
 
 const mcpContent = z.object({
@@ -45,38 +53,32 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
   if (!options || typeof options.name !== "string") throw new ToolError("config_invalid", "importMcpServer needs a name");
   if ((options.command === undefined) === (options.url === undefined))
     throw new ToolError("config_invalid", "importMcpServer needs exactly one of command or url");
-  const client = new Client({ name: `toolgate-import-${options.name}`, version: "0.1.0" });
-  const transport = options.command !== undefined ? stdioTransport(options) : new StreamableHTTPClientTransport(new URL(options.url!));
-  try {
-    await client.connect(transport);
-  } catch (cause) {
-    throw new ToolError("provider_unavailable", `could not connect to MCP server ${options.name}: ${(cause as Error).message}`, { cause });
-  }
-
+  const launch = options.command === undefined ? undefined : stdioLaunch(options.name, options.command, options.args ?? [], options.cwd, options.sandbox);
+  let redactor: TextRedactor | undefined;
+  let listedGeneration = 0;
+  const connection = createRemoteConnection(options, launch, () => {
+    void refresh().catch(() => undefined);
+  });
   const listAll = async (): Promise<Map<string, McpTool>> => {
-    const found = new Map<string, McpTool>();
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor === undefined ? {} : { cursor });
-      for (const t of page.tools) found.set(t.name, t);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
-    return found;
+    const live = await connection.current();
+    listedGeneration = live.generation;
+    return listTools(live.client);
   };
 
   let remote: Map<string, McpTool>;
   try {
     remote = await listAll();
   } catch (cause) {
-    await client.close().catch(() => undefined);
-    throw new ToolError("provider_unavailable", `MCP server ${options.name} did not list its tools: ${(cause as Error).message}`, { cause });
+    await connection.close().catch(() => undefined);
+    // The server's own words (an error it sent) are not repeated to the operator's log unfenced.
+    throw new ToolError("provider_unavailable", `MCP server ${options.name} could not be reached or did not list its tools`, { cause });
   }
 
   const approved = new Map<string, string>();
   const current = new Map<string, string | null>();
   const skipped: SkippedTool[] = [];
   const missing: string[] = [];
-  const warnings: string[] = [];
+  const warnings: string[] = launch?.warning === undefined ? [] : [launch.warning];
   const manifests: AnyToolManifest[] = [];
   const idOf = new Map<string, string>();
 
@@ -89,6 +91,12 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       missing.push(name);
       continue;
     }
+    const refused = instructionsRefusal(options, tool, described);
+    if (refused) {
+      skipped.push(refused);
+      warnings.push(`${options.name}/${name}: ${refused.reason}`);
+      continue;
+    }
     const digest = definitionDigest(tool);
     approved.set(name, options.approvedDigests?.[name] ?? digest);
     current.set(name, digest);
@@ -98,10 +106,10 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
     manifests.push(manifestFor(options, name, id, tool, described));
   }
   if (manifests.length === 0) {
-    await client.close().catch(() => undefined);
+    await connection.close().catch(() => undefined);
     throw new ToolError(
       "config_invalid",
-      `MCP server ${options.name}: none of the described tools (${Object.keys(options.tools).join(", ") || "none"}) is offered`,
+      `MCP server ${options.name}: none of the described tools (${Object.keys(options.tools).join(", ") || "none"}) is offered and accepted`,
     );
   }
 
@@ -118,9 +126,6 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       .finally(() => {
         refreshing = undefined;
       }));
-  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-    void refresh().catch(() => undefined);
-  });
   const driftOf = (name: string): DriftReport | undefined => {
     const a = approved.get(name)!;
     const c = current.get(name) ?? null;
@@ -129,20 +134,23 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
 
   async function callRemote(
     name: string,
+    id: string,
     input: Record<string, unknown>,
     ctx: { signal: AbortSignal; progress(e: { message: string; fraction?: number }): void },
     timeoutMs: number,
+    maxOutputBytes: number,
   ) {
-    if ((options.driftCheck ?? "every-call") === "every-call") {
-      try {
-        await refresh();
-      } catch (cause) {
-        throw new ToolError("provider_unavailable", `MCP server ${options.name} did not list its tools`, {
-          cause,
-          boundary: "effect_not_started",
-          retryable: true,
-        });
-      }
+    let live;
+    try {
+      live = await connection.current();
+      // A server started again is listed again, whatever the drift check: its tools may have changed.
+      if ((options.driftCheck ?? "every-call") === "every-call" || live.generation !== listedGeneration) await refresh();
+    } catch (cause) {
+      throw new ToolError("provider_unavailable", `MCP server ${options.name} could not be reached or did not list its tools`, {
+        cause,
+        boundary: "effect_not_started",
+        retryable: true,
+      });
     }
     const drift = driftOf(name);
     if (drift) {
@@ -154,32 +162,33 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
     }
     let result;
     try {
-      result = await client.callTool({ name, arguments: input }, undefined, {
+      result = await live.client.callTool({ name, arguments: input }, undefined, {
         signal: ctx.signal,
         timeout: timeoutMs,
-        onprogress: (p) => ctx.progress({ message: p.message ?? "", ...(p.total ? { fraction: p.progress / p.total } : {}) }),
+        onprogress: (p) => ctx.progress({ message: String(p.message ?? ""), ...(p.total ? { fraction: p.progress / p.total } : {}) }),
       });
     } catch (cause) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
-      throw new ToolError("provider_unavailable", `MCP server ${options.name} failed on ${name}: ${(cause as Error).message}`, {
-        cause,
-        boundary: "effect_state_unknown",
-      });
+      throw callFailure(options.name, name, id, live, cause, redactor);
     }
     if (result.isError) {
-      const text = (result.content as { type: string; text?: string }[])
-        .filter((c) => c.type === "text")
-        .map((c) => c.text)
+      const text = (Array.isArray(result.content) ? (result.content as { type?: unknown; text?: unknown }[]) : [])
+        .filter((c) => c?.type === "text" && typeof c.text === "string")
+        .map((c) => c.text as string)
         .join("\n");
       throw new ToolError("provider_rejected", `MCP server ${options.name} reported an error from ${name}`, {
         boundary: "effect_failed",
-        details: { remoteError: text.slice(0, 2000) },
+        details: fencedRemoteText(id, text, redactor),
       });
     }
-    return {
-      content: result.content as Record<string, unknown>[],
-      ...(result.structuredContent === undefined ? {} : { structuredContent: result.structuredContent as Record<string, unknown> }),
-    };
+    return capOutput(
+      {
+        content: result.content as Record<string, unknown>[],
+        ...(result.structuredContent === undefined ? {} : { structuredContent: result.structuredContent as Record<string, unknown> }),
+      },
+      maxOutputBytes,
+      redactor,
+    );
   }
 
   const permissions = [...new Set(manifests.flatMap((m) => m.requiredAllowlist))].filter((t) => t.startsWith(`${options.name}:`));
@@ -212,7 +221,12 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
         approved.set(name, c);
       }
     },
-    close: () => client.close(),
+    useRedactor(r) {
+      if (!r || typeof r.redactText !== "function") throw new ToolError("config_invalid", "useRedactor needs a redactor (gate.redactor)");
+      redactor = r;
+    },
+    isolation: launch?.isolation,
+    close: () => connection.close(),
   };
 
   function manifestFor(o: ImportMcpServerOptions, name: string, id: string, tool: McpTool, d: ImportedToolDescription): AnyToolManifest {
@@ -225,13 +239,15 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       });
     }
     const timeoutMs = d.timeoutMs ?? 30_000;
-    const isolation: RuntimeIsolation = d.runtimeIsolation ?? {
-      network: o.url !== undefined ? "provider" : "unknown",
-      filesystem: "unknown",
-      secrets: "none",
-      subprocess: "process",
-      notes: o.url !== undefined ? `MCP server at ${new URL(o.url).origin}` : `MCP server over stdio: ${o.command}`,
-    };
+    const maxOutputBytes = positive(d.maxOutputBytes ?? o.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, `${o.name}/${name}: maxOutputBytes`);
+    const isolation: RuntimeIsolation = d.runtimeIsolation ??
+      launch?.isolation ?? {
+        network: "provider",
+        filesystem: "unknown",
+        secrets: "none",
+        subprocess: "process",
+        notes: `MCP server at ${new URL(o.url!).origin}`,
+      };
     return defineTool({
       id,
       title: d.title ?? tool.title ?? tool.annotations?.title ?? name,
@@ -263,27 +279,9 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       runtimeIsolation: isolation,
       untrustedOutput: true,
       describeResult: (output) => `${output.content.length} content block(s)`,
-      handler: (args, ctx) => callRemote(name, args, ctx, timeoutMs),
+      handler: (args, ctx) => callRemote(name, id, args, ctx, timeoutMs, maxOutputBytes),
     });
   }
-}
-
-function stdioTransport(o: ImportMcpServerOptions): StdioClientTransport {
-  // The SDK merges a default environment into whatever is given: unset every name not allowed.
-  const env: Record<string, string | undefined> = {};
-  for (const key of Object.keys(getDefaultEnvironment())) env[key] = undefined;
-  for (const key of o.inheritEnv ?? ["PATH"]) {
-    const value = process.env[key];
-    if (value !== undefined) env[key] = value;
-  }
-  Object.assign(env, o.env ?? {});
-  return new StdioClientTransport({
-    command: o.command!,
-    args: [...(o.args ?? [])],
-    env: env as Record<string, string>,
-    stderr: o.stderr ?? "ignore",
-    ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
-  });
 }
 
 function snake(name: string): string {
@@ -295,6 +293,45 @@ function snake(name: string): string {
   return /^[a-z]/.test(s) ? s : `t_${s}`;
 }
 
+async function listTools(client: Client): Promise<Map<string, McpTool>> {
+  const found = new Map<string, McpTool>();
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    for (const t of page.tools) found.set(t.name, t);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return found;
+}
+
+function positive(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 1024) throw new ToolError("config_invalid", `${what} must be a whole number of bytes, at least 1024`);
+  return value;
+}
+
+/**
+ * A tool whose server-written text the model would read (no operator description) and which reads
+ * like instructions is refused until the operator accepts exactly that text by its digest.
+ */
+function instructionsRefusal(o: ImportMcpServerOptions, tool: McpTool, d: ImportedToolDescription): SkippedTool | undefined {
+  const read = {
+    ...(d.title === undefined ? { title: tool.title ?? null, annotationTitle: tool.annotations?.title ?? null } : {}),
+    ...(d.description === undefined ? { description: tool.description ?? null } : {}),
+    ...(d.input === undefined ? { inputSchema: tool.inputSchema } : {}),
+  };
+  const findings = scanForInjection(read);
+  if (findings.length === 0) return undefined;
+  const digest = descriptionDigest(tool);
+  if (o.acceptedDescriptions?.[tool.name] === digest) return undefined;
+  const rules = [...new Set(findings.map((f) => f.rule))].join(", ");
+  return {
+    name: tool.name,
+    reason: `the server's text for this tool reads like instructions to the model (${rules}); not registered until the operator accepts it (acceptedDescriptions: { ${JSON.stringify(tool.name)}: "${digest}" }) or gives its own description`,
+    digest: definitionDigest(tool),
+    descriptionDigest: digest,
+  };
+}
+
 /** Remote hints are recorded for the operator; they never change the manifest. */
 function hintWarnings(server: string, tool: McpTool, d: ImportedToolDescription): string[] {
   const out: string[] = [];
@@ -303,8 +340,5 @@ function hintWarnings(server: string, tool: McpTool, d: ImportedToolDescription)
   if (hinted && RANK[hinted] > RANK[d.effect]) out.push(`${server}/${tool.name}: the server hints ${hinted}, the operator declared ${d.effect}`);
   if (a?.openWorldHint === true && d.provider === undefined)
     out.push(`${server}/${tool.name}: the server hints it reaches the open world, but no provider is declared`);
-  if (d.description === undefined && tool.description && scanForInjection(tool.description).length > 0) {
-    out.push(`${server}/${tool.name}: the server's description reads like instructions; give your own description`);
-  }
   return out;
 }

@@ -148,6 +148,21 @@ describe.each(["stdio", "http"] as const)("serveMcp over %s, with the SDK's own 
     expect(byName.get("notes.add_note")?._meta?.[MCP_META.tool]).toMatchObject({ risk: "medium", approval: "always" });
   });
 
+  it("untrusted output leaves only inside the fence: no structuredContent, no outputSchema", async () => {
+    const { client } = await connect(kind);
+    const { tools } = await client.listTools();
+    const readNote = tools.find((t) => t.name === "notes.read_note");
+    expect(readNote?._meta?.[MCP_META.tool]).toMatchObject({ untrustedOutput: true });
+    expect(readNote?.outputSchema).toBeUndefined();
+    const result = await call(client, "notes.read_note", { id: "hello" });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toBeUndefined();
+    expect(JSON.stringify(result).match(/Ignore previous instructions/g)).toHaveLength(1);
+    expect(text(result)).toMatch(/^<untrusted-data boundary="tg-[0-9a-f]+" tool="notes.read_note">/);
+    // Trusted output keeps its structured form.
+    expect((await call(client, "notes.stats", {})).structuredContent).toMatchObject({ writes: 0 });
+  });
+
   it("untrusted output reaches the client fenced", async () => {
     const { client } = await connect(kind);
     const result = await call(client, "notes.read_note", { id: "hello" });

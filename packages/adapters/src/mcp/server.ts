@@ -86,7 +86,7 @@ const DEFAULT_ELICITATION_TIMEOUT_MS = 10 * 60_000;
 /**
  * An MCP server (the SDK's low-level `Server`, not yet connected) whose tools are the gate's tools
  * the profile can reach. Every `tools/call` goes through `gate.invoke`:
- * - `ok` → text content (fenced when untrusted) and `structuredContent` when the tool has an object output schema;
+ * - `ok` → text content (fenced when untrusted) and, for trusted output only, `structuredContent` when the tool has an object output schema;
  * - `approval_required` → an elicitation when the client supports it (approve → the grant is
  *   obtained with `approver` and the call made again), otherwise an `isError` result carrying the
  *   preview and request id in text and in `_meta["io.toolgate/approval"]`;
@@ -252,9 +252,15 @@ async function serveHttp(gate: Gate, options: McpServerOptions, port: number, pa
   };
 }
 
-/** Manifest facts as MCP annotations. Hints describe; the gate enforces. */
+/**
+ * Manifest facts as MCP annotations. Hints describe; the gate enforces.
+ *
+ * A tool with untrusted output declares no `outputSchema`, and its results carry no
+ * `structuredContent`: a client that hands `structuredContent` to the model (many prefer it to the
+ * text) would hand over someone else's words outside the fence. The fenced text is the whole result.
+ */
 export function toMcpTool(d: ToolDescriptor): McpTool {
-  const outputSchema = d.outputSchema["type"] === "object" ? (bareSchema(d.outputSchema) as McpTool["outputSchema"]) : undefined;
+  const outputSchema = d.outputSchema["type"] === "object" && !d.untrustedOutput ? (bareSchema(d.outputSchema) as McpTool["outputSchema"]) : undefined;
   return {
     name: d.id,
     title: d.title,
@@ -286,7 +292,8 @@ function toCallResult(result: Exclude<InvokeResult, ApprovalRequiredResult>, str
   const output = result.output;
   return {
     content: [{ type: "text", text: result.content }],
-    ...(structured && isRecord(output) ? { structuredContent: output } : {}),
+    // Untrusted output leaves only inside the fence (`content`), whatever the tool's schema.
+    ...(structured && !result.untrusted && isRecord(output) ? { structuredContent: output } : {}),
     _meta: {
       [MCP_META.result]: {
         status: "ok",

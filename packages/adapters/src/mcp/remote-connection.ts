@@ -1,0 +1,142 @@
+/**
+ * The connection to an imported MCP server: the SDK's client over a {@link BoundedTransport}, opened
+ * again when the last one closed (a server that broke the protocol is started afresh on the next
+ * call), and failures turned into typed errors with the server's own text kept out of the message.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
+import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ToolError } from "@toolgate/core";
+import { BOUNDS_ERROR_CODE, BoundedTransport, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MCP_BOUNDS } from "./bounded-transport.js";
+import type { ImportMcpServerOptions } from "./import-options.js";
+import { fencedRemoteText, type TextRedactor } from "./remote-output.js";
+import type { StdioLaunch } from "./remote-sandbox.js";
+
+/** A connected client and the transport it reads through. */
+export interface LiveConnection {
+  readonly client: Client;
+  readonly transport: BoundedTransport;
+  /** Counts connections: a new one means the server was started (or reached) again. */
+  readonly generation: number;
+}
+
+export interface RemoteConnection {
+  /** The open connection, or a new one when the last closed; `provider_unavailable` when none can be made. */
+  current(): Promise<LiveConnection>;
+  close(): Promise<void>;
+}
+
+/**
+ * The SDK's client compiles each tool's output schema into a validator and runs it on every result.
+ * The remote's schema is the remote's claim, compiled into code and run recursively on its own
+ * output: the gate validates output against the operator's schema instead, so the client's check
+ * accepts everything.
+ */
+const acceptAll: jsonSchemaValidator = {
+  getValidator<T>(): JsonSchemaValidator<T> {
+    return (input: unknown) => ({ valid: true, data: input as T, errorMessage: undefined });
+  },
+};
+
+export function createRemoteConnection(options: ImportMcpServerOptions, launch: StdioLaunch | undefined, onListChanged: () => void): RemoteConnection {
+  let live: Promise<LiveConnection> | undefined;
+  let generation = 0;
+  let closing = false;
+
+  const open = async (): Promise<LiveConnection> => {
+    const client = new Client({ name: `toolgate-import-${options.name}`, version: "0.1.0" }, { jsonSchemaValidator: acceptAll });
+    const inner = launch ? stdioTransport(options, launch) : new StreamableHTTPClientTransport(new URL(options.url!));
+    const transport = new BoundedTransport(inner, { ...DEFAULT_MCP_BOUNDS, ...options.bounds });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, onListChanged);
+    try {
+      await client.connect(transport);
+    } catch (cause) {
+      await client.close().catch(() => undefined);
+      throw new ToolError("provider_unavailable", `could not connect to MCP server ${options.name}`, {
+        cause,
+        boundary: "effect_not_started",
+        retryable: true,
+      });
+    }
+    return { client, transport, generation: ++generation };
+  };
+
+  return {
+    async current() {
+      if (closing) throw new ToolError("provider_unavailable", `the import of MCP server ${options.name} is closed`, { boundary: "effect_not_started" });
+      const last = live === undefined ? undefined : await live.catch(() => undefined);
+      if (last && !last.transport.closed) return last;
+      if (last) await last.client.close().catch(() => undefined);
+      live = open();
+      return live;
+    },
+    async close() {
+      closing = true;
+      const last = live === undefined ? undefined : await live.catch(() => undefined);
+      await last?.client.close();
+    },
+  };
+
+  function stdioTransport(o: ImportMcpServerOptions, how: StdioLaunch): StdioClientTransport {
+    // The SDK merges a default environment into whatever is given: unset every name not allowed.
+    const env: Record<string, string | undefined> = {};
+    for (const key of Object.keys(getDefaultEnvironment())) env[key] = undefined;
+    for (const key of o.inheritEnv ?? ["PATH"]) {
+      const value = process.env[key];
+      if (value !== undefined) env[key] = value;
+    }
+    Object.assign(env, o.env ?? {});
+    return new StdioClientTransport({
+      command: how.command,
+      args: [...how.args],
+      env: env as Record<string, string>,
+      stderr: o.stderr ?? "ignore",
+      maxBufferSize: o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+      ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
+    });
+  }
+}
+
+const LOCAL_CODES = new Set<number>([ErrorCode.ConnectionClosed, ErrorCode.RequestTimeout]);
+
+/**
+ * What a failed `tools/call` becomes. The message is the host's own words; text the server wrote
+ * (a JSON-RPC error's message) is redacted, scanned and fenced into `details.remoteError`.
+ */
+export function callFailure(server: string, tool: string, toolId: string, live: LiveConnection, cause: unknown, redactor: TextRedactor | undefined): ToolError {
+  if (live.transport.broken !== undefined) {
+    return new ToolError(
+      "protocol_error",
+      `MCP server ${server} broke the protocol during ${tool}: ${live.transport.broken}; the connection was closed and the server is started again on the next call`,
+      { cause, boundary: "effect_state_unknown" },
+    );
+  }
+  if (cause instanceof McpError && cause.code === BOUNDS_ERROR_CODE) {
+    return new ToolError(
+      "protocol_error",
+      `MCP server ${server} answered ${tool} with a result over the bounds: ${String(cause.message).replace(/^MCP error -?\d+: /, "")}`,
+      {
+        cause,
+        boundary: "effect_state_unknown",
+      },
+    );
+  }
+  if (cause instanceof McpError && !LOCAL_CODES.has(cause.code)) {
+    const text = String(cause.message).replace(/^MCP error -?\d+: /, "");
+    return new ToolError("provider_rejected", `MCP server ${server} answered ${tool} with JSON-RPC error ${cause.code}`, {
+      cause,
+      boundary: "effect_state_unknown",
+      details: fencedRemoteText(toolId, text, redactor),
+    });
+  }
+  return new ToolError(
+    "provider_unavailable",
+    `MCP server ${server} failed on ${tool}${cause instanceof McpError && cause.code === ErrorCode.RequestTimeout ? " (no answer in time)" : ""}`,
+    {
+      cause,
+      boundary: "effect_state_unknown",
+    },
+  );
+}
