@@ -100,6 +100,14 @@ describe("withWitness writes signed checkpoints of the chain", () => {
     expect(errors.length).toBeGreaterThan(0);
   });
 
+  it("keeps what a store hangs on its journal under a symbol (the engine's operator work) reachable", async () => {
+    const operations = Symbol.for("toolgate-test.operations");
+    const inner = Object.assign(createMemoryJournal({ auditKey: KEY }), { [operations]: { verify: () => "rows" } });
+    const journal = withWitness(inner, { file: tempFile(), key: KEY }) as unknown as Record<symbol, { verify(): string }>;
+    expect(journal[operations]!.verify()).toBe("rows");
+    await (journal as unknown as Journal).close();
+  });
+
   it("refuses nonsense intervals", () => {
     const journal = createMemoryJournal({ auditKey: KEY });
     expect(() => withWitness(journal, { file: tempFile(), key: KEY, everyEvents: 0 })).toThrow(ToolError);

@@ -113,7 +113,7 @@ export function withWitness(journal: Journal, options: WitnessOptions): Witnesse
     return receipt;
   };
 
-  return {
+  const witnessed: WitnessedJournal = {
     kind: journal.kind,
     append: (event) => passReceipt(journal.append(event)),
     readAudit: (o) => journal.readAudit(o),
@@ -169,6 +169,11 @@ export function withWitness(journal: Journal, options: WitnessOptions): Witnesse
       if (failure) throw failure;
     },
   };
+  // What a store hangs on its journal under a symbol (the engine's operator work: verifying rows,
+  // pruning) stays reachable through the wrapper.
+  for (const symbol of Object.getOwnPropertySymbols(journal))
+    Object.defineProperty(witnessed, symbol, { value: (journal as unknown as Record<symbol, unknown>)[symbol] });
+  return witnessed;
 }
 
 /** A witness file read back: its checkpoints, or the first line that is not a signed one. */
