@@ -242,14 +242,13 @@ export function checkPinnedHeads(chain: readonly PinnedHead[], pins: Iterable<Pi
   for (const pin of pins) {
     if (!Number.isSafeInteger(pin.seq) || pin.seq < 0)
       return { ok: false, seq: 0, reason: `a pinned head's sequence number must be an integer from 0, not ${pin.seq}` };
-    if (pin.seq > end)
-      return { ok: false, seq: pin.seq, reason: `the chain ends at #${end} but a head was pinned at #${pin.seq} (events were cut off the end)` };
+    if (pin.seq > end) return { ok: false, seq: pin.seq, reason: `the chain ends at #${end}, before #${pin.seq} (events were cut off the end)` };
     const mac = pin.seq === 0 ? GENESIS_MAC : chain[pin.seq - 1]!.mac;
     if (!equalHex(mac, pin.mac.toLowerCase()))
       return {
         ok: false,
         seq: pin.seq,
-        reason: `event #${pin.seq} has MAC ${mac.slice(0, 16)}…, the pinned head ${pin.mac.slice(0, 16)}… (the chain up to it was rewritten)`,
+        reason: `event #${pin.seq} has MAC ${mac.slice(0, 16)}…, not ${pin.mac.slice(0, 16)}… (the chain up to it was rewritten)`,
       };
     checked++;
     if (!last || pin.seq > last.seq) last = pin;
