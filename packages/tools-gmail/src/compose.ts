@@ -1,15 +1,16 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { isAddress, recipientAllowed, type GmailConfig } from "./options.js";
+import { recipientAllowed, type GmailConfig } from "./options.js";
+import { isSingleAddress, readWireHeaders, recipientAddresses, type WireHeaders } from "./recipients.js";
 
 const NO_CONTROL = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/;
 
-/** A bare address. CR, LF and every other control character are refused (header injection). */
+/** A bare address, as the family's one address parser reads it. CR, LF and every other control character are refused (header injection). */
 export const addressSchema = z
   .string()
   .max(254)
   .refine((s) => !/[\r\n\u0000-\u001f\u007f]/.test(s), "must not contain line breaks or control characters (header injection)")
-  .refine(isAddress, "must be a bare email address like name@example.com (no display name, no commas)")
+  .refine(isSingleAddress, "must be one bare email address like name@example.com (no display name, no list, no group)")
   .meta({ description: "A bare email address, e.g. ana@example.com." });
 
 /** Gmail ids: hex for messages and threads, `r…` for drafts, letters and `_` for labels. */
@@ -54,7 +55,13 @@ export function composeSchema(config: GmailConfig, enforceAllowlist: boolean) {
   // The type always admits attachments; the schema (and the JSON Schema a model sees) only when the operator allows them.
   const shaped = (config.attachments ? composeFields : composeBase) as typeof composeFields;
   return shaped.strict().superRefine((input, ctx) => {
-    const recipients = recipientsOf(input);
+    let recipients: string[];
+    try {
+      recipients = recipientAddresses(wireHeadersOf(config, input));
+    } catch (cause) {
+      ctx.addIssue({ code: "custom", path: ["to"], message: cause instanceof Error ? cause.message : "the recipients cannot be read" });
+      return;
+    }
     if (recipients.length > config.maxRecipients) {
       ctx.addIssue({ code: "custom", path: ["to"], message: `at most ${config.maxRecipients} recipients in all (to, cc and bcc); got ${recipients.length}` });
     }
@@ -73,8 +80,14 @@ export function composeSchema(config: GmailConfig, enforceAllowlist: boolean) {
   });
 }
 
-export function recipientsOf(input: Pick<ComposeFields, "to" | "cc" | "bcc">): string[] {
-  return [...input.to, ...(input.cc ?? []), ...(input.bcc ?? [])].map((a) => a.toLowerCase());
+/** The composed message's header section read back by the same parser `send_draft` uses: the recipients are those the wire carries. */
+export function wireHeadersOf(config: GmailConfig, input: ComposeFields): WireHeaders {
+  return readWireHeaders(Buffer.from(`${composeHeaders(config, input, new Date(0)).join("\r\n")}\r\n\r\n`, "utf8"));
+}
+
+/** Every recipient of the composed message, lower-cased. */
+export function recipientsOf(config: GmailConfig, input: ComposeFields): string[] {
+  return recipientAddresses(wireHeadersOf(config, input));
 }
 
 export function sha256(data: string | Buffer): string {
@@ -83,11 +96,12 @@ export function sha256(data: string | Buffer): string {
 
 /** The facts a human approves before a message leaves: sender, every recipient, subject, exact body digest. */
 export function composePreviewDetails(config: GmailConfig, input: ComposeFields): Record<string, unknown> {
+  const wire = wireHeadersOf(config, input);
   return {
     from: config.from ?? "the connected Google account",
-    to: [...input.to],
-    cc: [...(input.cc ?? [])],
-    bcc: [...(input.bcc ?? [])],
+    to: wire.to.map((m) => m.address),
+    cc: wire.cc.map((m) => m.address),
+    bcc: wire.bcc.map((m) => m.address),
     subject: input.subject,
     bodySha256: sha256(Buffer.from(input.body, "utf8")),
     bodyBytes: Buffer.byteLength(input.body, "utf8"),
@@ -101,16 +115,7 @@ export function composePreviewDetails(config: GmailConfig, input: ComposeFields)
 
 /** RFC 2822 message, base64url, as Gmail's `raw` wants it. Every header value was validated free of CR/LF. */
 export function buildRaw(config: GmailConfig, input: ComposeFields, date: Date = new Date()): string {
-  const headers = [
-    ...(config.from ? [`From: ${config.from}`] : []),
-    `To: ${input.to.join(", ")}`,
-    ...(input.cc && input.cc.length > 0 ? [`Cc: ${input.cc.join(", ")}`] : []),
-    ...(input.bcc && input.bcc.length > 0 ? [`Bcc: ${input.bcc.join(", ")}`] : []),
-    `Subject: ${encodeHeader(input.subject)}`,
-    `Date: ${date.toUTCString().replace("GMT", "+0000")}`,
-    ...(input.inReplyTo ? [`In-Reply-To: ${input.inReplyTo}`, `References: ${input.inReplyTo}`] : []),
-    "MIME-Version: 1.0",
-  ];
+  const headers = composeHeaders(config, input, date);
   const text = leaf("text/plain; charset=UTF-8", Buffer.from(input.body, "utf8"));
   const attachments = input.attachments ?? [];
   const body =
@@ -127,6 +132,20 @@ export function buildRaw(config: GmailConfig, input: ComposeFields, date: Date =
           ),
         ]);
   return Buffer.from(`${headers.join("\r\n")}\r\n${body}`, "utf8").toString("base64url");
+}
+
+/** The header lines of a composed message. Every value was validated free of CR/LF. */
+function composeHeaders(config: GmailConfig, input: ComposeFields, date: Date): string[] {
+  return [
+    ...(config.from ? [`From: ${config.from}`] : []),
+    `To: ${input.to.join(", ")}`,
+    ...(input.cc && input.cc.length > 0 ? [`Cc: ${input.cc.join(", ")}`] : []),
+    ...(input.bcc && input.bcc.length > 0 ? [`Bcc: ${input.bcc.join(", ")}`] : []),
+    `Subject: ${encodeHeader(input.subject)}`,
+    `Date: ${date.toUTCString().replace("GMT", "+0000")}`,
+    ...(input.inReplyTo ? [`In-Reply-To: ${input.inReplyTo}`, `References: ${input.inReplyTo}`] : []),
+    "MIME-Version: 1.0",
+  ];
 }
 
 function leaf(contentType: string, data: Buffer, disposition?: string): string {

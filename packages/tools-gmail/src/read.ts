@@ -72,7 +72,8 @@ function htmlToText(html: string): string {
     .trim();
 }
 
-function decodeWords(value: string): string {
+/** Decode RFC 2047 encoded words (B and Q; UTF-8, else Latin-1). */
+export function decodeWords(value: string): string {
   return value.replace(/=\?([^?]+)\?([bBqQ])\?([^?]*)\?=/g, (_, charset: string, kind: string, text: string) => {
     const bytes =
       kind.toUpperCase() === "B"
@@ -83,9 +84,4 @@ function decodeWords(value: string): string {
           );
     return /^utf-?8$/i.test(charset) ? bytes.toString("utf8") : bytes.toString("latin1");
   });
-}
-
-/** Addresses in an address-list header, lower-cased. */
-export function addressesIn(value: string): string[] {
-  return (value.match(/[^\s<>,;"()]+@[^\s<>,;"()]+/g) ?? []).map((a) => a.toLowerCase());
 }

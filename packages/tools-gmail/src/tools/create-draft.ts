@@ -27,7 +27,7 @@ export function createDraftTool(config: GmailConfig) {
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.compose] },
     runtimeIsolation: config.isolation,
     untrustedOutput: false,
-    target: (input) => `draft to ${recipientsOf(input).length} recipients`,
+    target: (input) => `draft to ${recipientsOf(config, input).length} recipients`,
     describeResult: (output) => `draft ${output.draftId}`,
     handler: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);

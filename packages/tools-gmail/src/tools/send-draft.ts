@@ -6,7 +6,8 @@ import { callGoogle } from "@toolgate/connector-google";
 import { GMAIL_SCOPES, SEND_CONSENT } from "../permissions.js";
 import { gmailClient } from "../client.js";
 import { recipientAllowed, type GmailConfig } from "../options.js";
-import { addressesIn, headerOf, toMessageOutput } from "../read.js";
+import { toMessageOutput } from "../read.js";
+import { readWireHeaders, recipientAddresses, type Mailbox } from "../recipients.js";
 
 /** What the human approved and the send must match: the exact bytes of the draft they saw. */
 const planSchema = z.object({ messageSha256: z.string() });
@@ -21,12 +22,10 @@ export function sendDraftTool(config: GmailConfig) {
       mail.users.drafts.get({ userId: "me", id: draftId, format: "full" }, { signal }),
     );
     const bytes = Buffer.from(raw.message?.raw ?? "", "base64url");
-    const payload = full.message?.payload;
-    const to = addressesIn(headerOf(payload, "To"));
-    const cc = addressesIn(headerOf(payload, "Cc"));
-    const bcc = addressesIn(headerOf(payload, "Bcc"));
+    // Recipients, sender and subject come from the exact bytes that will be sent, every header of them.
+    const wire = readWireHeaders(bytes);
     const text = toMessageOutput(full.message ?? {}, Number.MAX_SAFE_INTEGER).body;
-    return { raw: raw.message?.raw ?? "", digest: sha256(bytes), to, cc, bcc, subject: headerOf(payload, "Subject"), from: headerOf(payload, "From"), text };
+    return { raw: raw.message?.raw ?? "", digest: sha256(bytes), wire, recipients: recipientAddresses(wire), text };
   };
 
   const checkRecipients = (recipients: readonly string[]): void => {
@@ -60,15 +59,22 @@ export function sendDraftTool(config: GmailConfig) {
     preview: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);
       const draft = await fetchDraft(mail, input.draftId, ctx.signal);
-      checkRecipients([...draft.to, ...draft.cc, ...draft.bcc]);
+      checkRecipients(draft.recipients);
+      const { wire } = draft;
+      const addresses = (list: readonly Mailbox[]) => list.map((m) => m.address);
       return {
-        summary: `Send draft ${input.draftId} to ${draft.to.length + draft.cc.length + draft.bcc.length} recipient(s): ${JSON.stringify(draft.subject)} (cannot be undone)`,
+        summary: `Send draft ${input.draftId} to ${draft.recipients.length} recipient(s) (${listed(draft.recipients)}): ${JSON.stringify(wire.subject)} (cannot be undone)`,
         details: {
-          from: draft.from || config.from || "the connected Google account",
-          to: draft.to,
-          cc: draft.cc,
-          bcc: draft.bcc,
-          subject: draft.subject,
+          from: wire.from.length > 0 ? addresses(wire.from).join(", ") : config.from || "the connected Google account",
+          to: addresses(wire.to),
+          cc: addresses(wire.cc),
+          bcc: addresses(wire.bcc),
+          // Display names are whatever the draft's author wrote: shown as data beside the address they label.
+          displayNames: (["to", "cc", "bcc"] as const).flatMap((field) =>
+            wire[field].filter((m) => m.name !== "").map((m) => ({ field, address: m.address, name: m.name })),
+          ),
+          ...(wire.replyTo.length > 0 ? { replyTo: addresses(wire.replyTo) } : {}),
+          subject: wire.subject,
           bodySha256: sha256(Buffer.from(draft.text, "utf8")),
           messageSha256: draft.digest,
         },
@@ -95,7 +101,7 @@ export function sendDraftTool(config: GmailConfig) {
       if (!approved.success || approved.data.messageSha256 !== draft.digest) {
         throw new ToolError("conflict", `draft ${input.draftId} changed after it was approved; ask for approval again`, { boundary: "pre_effect_refusal" });
       }
-      checkRecipients([...draft.to, ...draft.cc, ...draft.bcc]);
+      checkRecipients(draft.recipients);
       // Send the exact bytes that were approved, not whatever the draft holds a moment later.
       const sent = await callGoogle({ method: "gmail.users.drafts.send", repeatable: false, write: true, signal: ctx.signal, retry: config.retry }, () =>
         mail.users.drafts.send({ userId: "me", requestBody: { id: input.draftId, message: { raw: draft.raw } } }, { signal: ctx.signal }),
@@ -103,4 +109,9 @@ export function sendDraftTool(config: GmailConfig) {
       return { messageId: sent.id ?? "", threadId: sent.threadId ?? "", labelIds: sent.labelIds ?? [] };
     },
   });
+}
+
+/** Addresses for a one-line summary: the first ten, then how many more. */
+function listed(addresses: readonly string[]): string {
+  return addresses.length <= 10 ? addresses.join(", ") : `${addresses.slice(0, 10).join(", ")} and ${addresses.length - 10} more`;
 }

@@ -21,7 +21,7 @@ export function sendMessageTool(config: GmailConfig) {
     risk: "high",
     approval: "always",
     preview: (input) => ({
-      summary: `Send an email to ${recipientsOf(input).length} recipient(s): ${JSON.stringify(input.subject)} (cannot be undone)`,
+      summary: `Send an email to ${recipientsOf(config, input).length} recipient(s): ${JSON.stringify(input.subject)} (cannot be undone)`,
       details: composePreviewDetails(config, input),
       body: input.body,
     }),
@@ -35,7 +35,7 @@ export function sendMessageTool(config: GmailConfig) {
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.send] },
     runtimeIsolation: config.isolation,
     untrustedOutput: false,
-    target: (input) => `email to ${recipientsOf(input).join(", ")}`.slice(0, 256),
+    target: (input) => `email to ${recipientsOf(config, input).join(", ")}`.slice(0, 256),
     describeResult: (output) => `sent message ${output.messageId}`,
     handler: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);
