@@ -91,12 +91,18 @@ describe("the gate's steps apply to process tools", () => {
       status: "error",
       code: "approval_unknown",
       boundary: "effect_not_started",
-      details: { escalation: "about to delete the archive" },
+      details: { escalation: { claimedBy: "tool process fx", verified: false, text: "about to delete the archive" } },
     });
     const asked = await gate.invoke("fx.escalate", input, call);
     expect(asked.status).toBe("approval_required");
     if (asked.status !== "approval_required") return;
-    expect(asked.preview.summary).toBe("fx.escalate asks for escalation: about to delete the archive");
+    expect(asked.preview.summary).toBe(
+      "fx.escalate asks for a human's approval before it acts. Its reason is the tool's own claim, unverified: see details.escalation.",
+    );
+    expect(asked.preview.details).toEqual({
+      tool: "fx.escalate",
+      escalation: { claimedBy: "tool process fx", verified: false, text: "about to delete the archive" },
+    });
     // another input is not escalated by this one
     const other = await gate.invoke("fx.escalate", { action: "something else" }, call);
     expect(other).toMatchObject({ status: "error", code: "approval_unknown" });

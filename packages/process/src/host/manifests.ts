@@ -1,15 +1,13 @@
 import {
-  canonicalJson,
   defineFamily,
   defineTool,
-  hashCanonical,
   isSideEffectful,
   RISK_LEVELS,
   TOOL_ID_MAX_LENGTH,
   TOOL_ID_PATTERN,
   ToolError,
   type AnyToolManifest,
-  type ApprovalPreview,
+  type EffectIdentity,
   type RuntimeIsolation,
   type ToolContext,
   type ToolFamily,
@@ -17,51 +15,20 @@ import {
 import { z } from "zod";
 import { VERIFICATION_STATES, type DeclaredTool, type ToolRegister } from "../protocol/messages.js";
 import type { CallOutcome } from "./session.js";
+import { defaultPreview, Escalations, MAX_ESCALATION_REASON_CHARS } from "./escalations.js";
 import { inputSchemaFor } from "./input-schema.js";
 import type { ProcessToolSettings, StartToolProcessOptions } from "./options.js";
 import { scopeWithin, tokensFor } from "./scopes.js";
+import type { ResolvedSandbox } from "./spawn.js";
+import { plainLine, toolClaim } from "./untrusted-text.js";
 
 /** What a process tool returns to the gate: the tool's JSON output and its verification claim. */
 export const processOutputSchema = z.object({ verified: z.enum(VERIFICATION_STATES), output: z.json() });
 
 export type ProcessInvoke = (toolName: string, input: unknown, ctx: ToolContext, escalationApproved: boolean) => Promise<CallOutcome>;
 
-const MAX_REMEMBERED_ESCALATIONS = 1024;
-const MAX_PREVIEW_INPUT_CHARS = 64 * 1024;
-
-/**
- * Escalations a tool asked for, by tool and input hash. A remembered one makes the gate require
- * approval for the same input, with the reason in the preview and in its plan; the body knows the
- * escalation was approved when the plan it is handed carries that reason. Bounded: the oldest is
- * forgotten.
- */
-class Escalations {
-  private readonly reasons = new Map<string, string>();
-
-  key(toolId: string, input: unknown): string {
-    return `${toolId}\u0000${hashCanonical(input ?? null)}`;
-  }
-
-  remember(key: string, reason: string): void {
-    this.reasons.delete(key);
-    this.reasons.set(key, reason.slice(0, 1000));
-    if (this.reasons.size > MAX_REMEMBERED_ESCALATIONS) this.reasons.delete(this.reasons.keys().next().value!);
-  }
-
-  reason(key: string): string | undefined {
-    return this.reasons.get(key);
-  }
-
-  /** True when a human approved this very escalation (the plan of the approved preview names it); consumes it. */
-  approvedBy(key: string, plan: unknown): boolean {
-    const reason = this.reasons.get(key);
-    const approved = reason !== undefined && escalationPlan.safeParse(plan).data?.escalation === reason;
-    if (approved) this.reasons.delete(key);
-    return approved;
-  }
-}
-
-const escalationPlan = z.object({ escalation: z.string() });
+/** Characters of a tool's error message kept; a longer one is withheld whole (see `plainText`). */
+const MAX_ERROR_MESSAGE_CHARS = 1800;
 
 function warn(options: StartToolProcessOptions, message: string, tool?: string): void {
   const event = { level: "warn" as const, process: options.name, message, ...(tool === undefined ? {} : { tool }) };
@@ -69,36 +36,29 @@ function warn(options: StartToolProcessOptions, message: string, tool?: string):
   else console.warn(`[toolgate process ${options.name}] ${message}`);
 }
 
-function isolationOf(options: StartToolProcessOptions): RuntimeIsolation {
-  const sandbox = options.sandbox === undefined ? undefined : typeof options.sandbox === "string" ? options.sandbox : options.sandbox.kind;
-  const notes = `tool process ${JSON.stringify(options.command)}${sandbox ? ` inside ${sandbox}` : ", no sandbox"}; environment allowlisted`;
-  if (sandbox === "bubblewrap") return { network: "none", filesystem: "read-only host", secrets: "none", subprocess: "process", notes };
-  if (sandbox === "firejail") return { network: "none", filesystem: "host", secrets: "none", subprocess: "process", notes };
-  return { network: sandbox === "custom" ? "as the wrapper allows" : "unrestricted", filesystem: "host", secrets: "none", subprocess: "process", notes };
+/** What the inventory says: only what the sandbox the process really runs in enforces. */
+function isolationOf(options: StartToolProcessOptions, sandbox: ResolvedSandbox): RuntimeIsolation {
+  const how = sandbox.automatic ? 'sandbox "auto"' : "chosen by the operator";
+  const where =
+    sandbox.kind === "none"
+      ? `, no sandbox (${sandbox.automatic ? 'sandbox "auto" found no bwrap on PATH' : 'sandbox "none", chosen by the operator'})`
+      : ` inside ${sandbox.kind} (${how})`;
+  const notes = `tool process ${JSON.stringify(options.command)}${where}; environment allowlisted`;
+  if (sandbox.kind === "bubblewrap") return { network: "none", filesystem: "read-only host", secrets: "none", subprocess: "process", notes };
+  if (sandbox.kind === "firejail") return { network: "none", filesystem: "host", secrets: "none", subprocess: "process", notes };
+  return { network: sandbox.kind === "custom" ? "as the wrapper allows" : "unrestricted", filesystem: "host", secrets: "none", subprocess: "process", notes };
 }
 
-function defaultPreview(toolId: string, input: unknown, escalation: string | undefined): ApprovalPreview {
-  let body = canonicalJson(input ?? null);
-  if (body.length > MAX_PREVIEW_INPUT_CHARS)
-    body = `${body.slice(0, MAX_PREVIEW_INPUT_CHARS)}\n[… input truncated for the preview; ${body.length} characters in all]`;
-  return {
-    summary: escalation ? `${toolId} asks for escalation: ${escalation}` : `Run ${toolId} with the input below`,
-    details: { tool: toolId, ...(escalation ? { escalation } : {}) },
-    body,
-    ...(escalation ? { plan: { escalation } } : {}),
-  };
-}
-
-/** The tool's wire error as one of core's codes. */
+/** The tool's wire error as one of core's codes. Its message is the tool's text: made plain and bounded, never cut. */
 function errorFor(toolId: string, processName: string, toolName: string, outcome: { code: string; message: string }): ToolError {
-  const message = outcome.message.slice(0, 1000);
+  const message = plainLine(outcome.message, MAX_ERROR_MESSAGE_CHARS, "the tool's message");
   switch (outcome.code) {
     case "cancelled":
       return new ToolError("cancelled", `${toolId} was cancelled: ${message}`);
     case "unknown_tool":
       return new ToolError("unknown_tool", `tool process ${processName} does not know ${toolName}: ${message}`, { boundary: "effect_not_started" });
     default:
-      return new ToolError("handler_failed", `${toolId} failed: ${message}`, { details: { wireCode: outcome.code.slice(0, 128) } });
+      return new ToolError("handler_failed", `${toolId} failed: ${message}`, { details: { wireCode: plainLine(outcome.code, 128, "the code") } });
   }
 }
 
@@ -156,9 +116,9 @@ function admitted(options: StartToolProcessOptions, registration: ToolRegister):
 }
 
 /** The process's family: one manifest per admitted tool, each an ordinary manifest to the gate. */
-export function buildFamily(options: StartToolProcessOptions, registration: ToolRegister, invoke: ProcessInvoke): ToolFamily {
-  const escalations = new Escalations();
-  const isolation = isolationOf(options);
+export function buildFamily(options: StartToolProcessOptions, sandbox: ResolvedSandbox, registration: ToolRegister, invoke: ProcessInvoke): ToolFamily {
+  const escalations = new Escalations(options.name);
+  const isolation = isolationOf(options, sandbox);
   const permissions = new Set<string>();
   const manifests: AnyToolManifest[] = [];
   for (const { tool, scope } of admitted(options, registration)) {
@@ -195,7 +155,7 @@ export function buildFamily(options: StartToolProcessOptions, registration: Tool
       describeResult: (output: z.output<typeof processOutputSchema>) => `verified: ${output.verified}`,
     };
     const handler = async (value: unknown, ctx: ToolContext): Promise<z.input<typeof processOutputSchema>> => {
-      const key = escalations.key(id, value);
+      const key = escalations.key(id, value, ctx.effect);
       const approved = escalations.approvedBy(key, ctx.plan);
       let outcome: CallOutcome;
       try {
@@ -209,16 +169,23 @@ export function buildFamily(options: StartToolProcessOptions, registration: Tool
       }
       if (outcome.kind === "result") return { verified: outcome.verified, output: outcome.output as z.input<typeof processOutputSchema>["output"] };
       if (outcome.kind === "error") throw errorFor(id, options.name, tool.name, outcome);
-      const reason = outcome.reason.slice(0, 1000);
+      // The reason is the tool's claim: it travels as labelled data (details), never in the message's own wording.
       if (approved) {
-        throw new ToolError("approval_invalid", `${id} asked for escalation again after a human approved it: ${reason}`, { boundary: "effect_not_started" });
+        throw new ToolError("approval_invalid", `${id} asked for escalation again after a human approved it; the call was not run again`, {
+          boundary: "effect_not_started",
+          details: { escalation: toolClaim(options.name, outcome.reason, MAX_ESCALATION_REASON_CHARS) },
+        });
       }
-      escalations.remember(key, reason);
-      // Core has no way yet for a body to ask for approval mid-call: the same input now requires it.
-      throw new ToolError("approval_unknown", `${id} requires escalation (${reason}); no approval was given. Call again with the same input to request one.`, {
-        boundary: "effect_not_started",
-        details: { escalation: reason, retry: "same input" },
-      });
+      const claim = escalations.remember(key, outcome.reason);
+      // Core has no way yet for a body to ask for approval mid-call: the same input, from the same caller, now requires it.
+      throw new ToolError(
+        "approval_unknown",
+        `${id} asked for a human's approval before acting; none was given. Call again with the same input to request one.`,
+        {
+          boundary: "effect_not_started",
+          details: { escalation: claim, retry: "same input" },
+        },
+      );
     };
     // The approval rule is a predicate (an escalation can make any call need a human), so core's
     // rule for an operator's "never" is applied here: a high-risk write always asks.
@@ -228,16 +195,18 @@ export function buildFamily(options: StartToolProcessOptions, registration: Tool
     manifests.push(
       defineTool({
         ...common,
-        approval: (value: unknown) => {
-          if (escalations.reason(escalations.key(id, value)) !== undefined) return true;
+        // The gate hands a predicate the call's identity: an escalation counts only for the caller it was raised for.
+        // (Optional here only so an older core, which passed the input alone, still type-checks; without it nothing matches.)
+        approval: (value: unknown, call?: EffectIdentity) => {
+          if (escalations.has(escalations.key(id, value, call))) return true;
           if (operatorRule === "never") return false;
           if (operatorRule === "always") return true;
-          return operatorRule(value);
+          return (operatorRule as (input: unknown, call?: EffectIdentity) => boolean)(value, call);
         },
         preview: (value: unknown, ctx) => {
-          const reason = escalations.reason(escalations.key(id, value));
-          if (reason === undefined && operatorPreview) return operatorPreview(value, ctx);
-          return defaultPreview(id, value, reason);
+          const escalated = escalations.preview(escalations.key(id, value, ctx.effect), id, value);
+          if (escalated) return escalated;
+          return operatorPreview ? operatorPreview(value, ctx) : defaultPreview(id, value);
         },
         handler,
       }),

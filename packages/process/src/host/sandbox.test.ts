@@ -5,7 +5,7 @@ import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ToolError } from "@toolgate/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { findOrUndefined, gateOver, marker, NODE, PROBE_TOOL, waitNoneWith } from "../fixtures/helpers.js";
+import { findOrUndefined, marker, NODE, PROBE_TOOL, toolRunner, waitNoneWith } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
 import type { SandboxOption } from "./spawn.js";
 import { startToolProcess } from "./start-tool-process.js";
@@ -44,17 +44,13 @@ async function startProbe(sandbox: SandboxOption | undefined, cwd?: string) {
     name: "probe",
     command: NODE,
     args: [PROBE_TOOL],
-    ...(sandbox ? { sandbox } : {}),
+    // Without one, the probe runs unsandboxed by explicit choice (the default would be bubblewrap).
+    sandbox: sandbox ?? "none",
     ...(cwd ? { cwd } : {}),
     onLog: () => undefined,
   });
   handles.push(handle);
-  const { gate, call } = gateOver(handle);
-  const run = async (tool: string, input: object): Promise<unknown> => {
-    const result = await gate.invoke(`probe.${tool}`, input, call);
-    if (result.status !== "ok") throw new Error(`probe.${tool} did not answer: ${JSON.stringify(result)}`);
-    return (result.output as { output: unknown }).output;
-  };
+  const run = toolRunner(handle);
   return { handle, run };
 }
 

@@ -3,15 +3,50 @@ import { delimiter, join } from "node:path";
 import { ToolError } from "@toolgate/core";
 
 /**
- * A wrapper the spawn goes through. `bubblewrap`: read-only root, no network, private /dev and
- * /proc, dies with the host. `firejail`: no network, no profile. `custom`: your own argv prefix
- * (the command and its args are appended). `args` adds wrapper arguments before the command.
+ * A wrapper the spawn goes through. `auto` (the default): bubblewrap when `bwrap` is on PATH, and
+ * otherwise no sandbox, with a start-up warning and an inventory that says so. `none`: no sandbox,
+ * chosen explicitly. `bubblewrap`: read-only root, no network, private /dev, /proc and pid
+ * namespace, dies with the host (and everything the tool started with it). `firejail`: no network, no profile. `custom`: your own argv prefix (the command and its
+ * args are appended). `args` adds wrapper arguments before the command.
  */
 export type SandboxOption =
+  | "auto"
+  | "none"
   | "bubblewrap"
   | "firejail"
   | { readonly kind: "bubblewrap" | "firejail"; readonly args?: readonly string[] }
   | { readonly kind: "custom"; readonly argv: readonly string[] };
+
+/** The sandbox a process actually runs in, once `auto` is decided; `none` when there is none. */
+export type SandboxKind = "bubblewrap" | "firejail" | "custom" | "none";
+
+/** What `auto` (or an explicit choice) came to, and why, for the inventory and the start-up warning. */
+export interface ResolvedSandbox {
+  /** The option to spawn with: `undefined` for no wrapper. */
+  readonly option: Exclude<SandboxOption, "auto" | "none"> | undefined;
+  readonly kind: SandboxKind;
+  /** True when the operator did not choose: `auto`, or no `sandbox` option at all. */
+  readonly automatic: boolean;
+  /** Set when `auto` found no bubblewrap: the process runs unsandboxed, and the operator is told. */
+  readonly warning: string | undefined;
+}
+
+/** Decide `auto` (or no option) on `searchPath`; explicit choices are kept as they are (a missing wrapper is refused later, by name). */
+export function resolveSandbox(sandbox: SandboxOption | undefined, searchPath: string | undefined = process.env["PATH"]): ResolvedSandbox {
+  if (sandbox === "none") return { option: undefined, kind: "none", automatic: false, warning: undefined };
+  if (sandbox === undefined || sandbox === "auto") {
+    if (findExecutable(WRAPPERS.bubblewrap.program, searchPath)) return { option: "bubblewrap", kind: "bubblewrap", automatic: true, warning: undefined };
+    return {
+      option: undefined,
+      kind: "none",
+      automatic: true,
+      warning:
+        'sandbox "auto": bwrap (bubblewrap) was not found on PATH, so this tool process runs unsandboxed, with your user\'s network and files; install bubblewrap, or set sandbox: "none" to make that choice explicit',
+    };
+  }
+  const kind = typeof sandbox === "string" ? sandbox : sandbox.kind;
+  return { option: sandbox, kind: kind as SandboxKind, automatic: false, warning: undefined };
+}
 
 /** Host variables passed through by default: enough to find programs and decode text, nothing secret. */
 export const DEFAULT_PASS_ENV = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ"] as const;
@@ -56,14 +91,16 @@ const WRAPPERS = {
   bubblewrap: {
     program: "bwrap",
     // Read-only view of the host, no network, fresh /dev and /proc, a new session (no terminal
-    // injection), and the sandbox dies with its parent.
-    args: ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--new-session", "--die-with-parent"],
+    // injection), and the sandbox dies with its parent. Its own pid namespace: the new session
+    // takes the tool out of the host's process group, so killing the group would not reach what
+    // the tool started; when the namespace's first process dies, the kernel kills everything in it.
+    args: ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--new-session", "--die-with-parent"],
   },
   firejail: { program: "firejail", args: ["--quiet", "--noprofile", "--net=none"] },
 } as const;
 
 /** The argv to spawn: the wrapper's prefix (resolved, or a clear error naming it), then the command. */
-export function wrappedArgv(command: string, args: readonly string[], sandbox: SandboxOption | undefined, cwd: string | undefined): string[] {
+export function wrappedArgv(command: string, args: readonly string[], sandbox: ResolvedSandbox["option"], cwd: string | undefined): string[] {
   if (sandbox === undefined) return [command, ...args];
   const spec = typeof sandbox === "string" ? { kind: sandbox } : sandbox;
   if (spec.kind === "custom") {
@@ -74,7 +111,12 @@ export function wrappedArgv(command: string, args: readonly string[], sandbox: S
     return [found, ...prefix, command, ...args];
   }
   const known = WRAPPERS[spec.kind as keyof typeof WRAPPERS];
-  if (!known) throw new ToolError("config_invalid", `unknown sandbox ${JSON.stringify(spec.kind)}: use "bubblewrap", "firejail" or { kind: "custom", argv }`);
+  if (!known) {
+    throw new ToolError(
+      "config_invalid",
+      `unknown sandbox ${JSON.stringify(spec.kind)}: use "auto", "none", "bubblewrap", "firejail" or { kind: "custom", argv }`,
+    );
+  }
   const found = findExecutable(known.program);
   if (!found) throw new ToolError("config_invalid", `sandbox ${spec.kind} needs ${known.program}, which was not found on PATH`);
   const extra = (spec as { args?: readonly string[] }).args ?? [];

@@ -1,6 +1,7 @@
 import { ToolError } from "@toolgate/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { FAULT_TOOL, gateOver, marker, NODE, startFixture, waitGone, waitNoneWith } from "../fixtures/helpers.js";
+import { readFileSync } from "node:fs";
+import { FAULT_TOOL, gateOver, marker, NODE, processesWith, startFixture, waitGone, waitNoneWith } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
 import { startToolProcess } from "./start-tool-process.js";
 
@@ -59,9 +60,15 @@ describe("startToolProcess refuses bad start-ups and leaves no child", () => {
   });
 
   it("a command that cannot be started is refused", async () => {
-    const error = await refusal(() => startToolProcess({ name: "fx", command: "/nonexistent/toolgate-tool" }));
+    const error = await refusal(() => startToolProcess({ name: "fx", command: "/nonexistent/toolgate-tool", sandbox: "none" }));
     expect(error.code).toBe("tool_process_dead");
     expect(error.message).toMatch(/could not be started or signalled: spawn \/nonexistent\/toolgate-tool ENOENT/);
+  });
+
+  it("a command that cannot be started inside the sandbox is refused, with the sandbox's word for it", async () => {
+    const error = await refusal(() => startToolProcess({ name: "fx", command: "/nonexistent/toolgate-tool", sandbox: "bubblewrap" }));
+    expect(error.code).toBe("tool_process_dead");
+    expect(error.message).toMatch(/during the handshake; its stderr ends: bwrap: execvp \/nonexistent\/toolgate-tool: No such file or directory/);
   });
 
   it("a widening scope override refuses registration", async () => {
@@ -146,10 +153,14 @@ describe("scopes and tokens", () => {
 });
 
 describe("environment", () => {
-  it("passes only the allowlist and explicit variables, never the host's secrets", async () => {
+  // bubblewrap (the default sandbox) sets PWD to the working directory: not a host variable, and not secret.
+  it.each([
+    ["none", []],
+    ["bubblewrap", ["PWD"]],
+  ] as const)("passes only the allowlist and explicit variables, never the host's secrets (sandbox %s)", async (sandbox, added) => {
     process.env["TOOLGATE_TEST_SECRET_TOKEN"] = "very-secret-value";
     try {
-      const { handle } = await startFixture("good", { env: { TOOL_MODE: "test" } });
+      const { handle } = await startFixture("good", { env: { TOOL_MODE: "test" }, sandbox });
       handles.push(handle);
       const { gate, call } = gateOver(handle);
       const result = await gate.invoke("fx.env", {}, call);
@@ -158,7 +169,7 @@ describe("environment", () => {
       expect(names).not.toContain("TOOLGATE_TEST_SECRET_TOKEN");
       expect(names).not.toContain("HOME");
       expect(names).toContain("TOOL_MODE");
-      expect(names.every((n) => ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TOOL_MODE"].includes(n))).toBe(true);
+      expect(names.filter((n) => ![...added, "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TOOL_MODE"].includes(n))).toEqual([]);
     } finally {
       delete process.env["TOOLGATE_TEST_SECRET_TOKEN"];
     }
@@ -176,15 +187,19 @@ describe("stop", () => {
     await handle.stop(); // idempotent
   });
 
-  it("takes grandchildren with it", async () => {
-    const { handle } = await startFixture("grandchild");
+  // Under bubblewrap the tool runs in a new session, outside the host's process group: killing the
+  // group alone left what it started running (found in a trial; its own pid namespace fixes it).
+  it.each(["none", "bubblewrap"] as const)("takes grandchildren with it (sandbox %s)", async (sandbox) => {
+    const { handle, tag } = await startFixture("grandchild", { sandbox });
     const { gate, call } = gateOver(handle);
     const result = await gate.invoke("fx.pid", {}, call);
-    const { pid, grandchild } = (result as { output: { output: { pid: number; grandchild: number } } }).output.output;
+    const { grandchild } = (result as { output: { output: { pid: number; grandchild: number } } }).output.output;
     expect(grandchild).toBeGreaterThan(0);
+    // Found on the host by its tag, not by the pid the tool reports (that is its namespace's).
+    const grandchildren = () => processesWith(tag).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("setInterval"));
+    expect(grandchildren()).toHaveLength(1);
     await handle.stop();
-    expect(await waitGone(pid)).toBe(true);
-    expect(await waitGone(grandchild)).toBe(true);
+    expect(await waitNoneWith(tag)).toEqual([]);
   });
 
   it("calls after stop fail with tool_process_dead before anything is sent", async () => {

@@ -3,11 +3,16 @@ import type { ToolEventBody, ToolRegister } from "../protocol/messages.js";
 import { buildFamily } from "./manifests.js";
 import type { ProcessLogEvent, StartToolProcessOptions, ToolProcessHandle, ToolProcessState, ToolProcessStatus } from "./options.js";
 import { ProcessSession, type CallOutcome, type SessionSpec } from "./session.js";
-import { childEnv, DEFAULT_PASS_ENV, wrappedArgv } from "./spawn.js";
+import { childEnv, DEFAULT_PASS_ENV, resolveSandbox, wrappedArgv } from "./spawn.js";
+import { plainLine } from "./untrusted-text.js";
+
+/** The code of the process warning emitted when `sandbox: "auto"` finds no bubblewrap and there is no `onLog`. */
+export const UNSANDBOXED_WARNING = "TOOLGATE_PROCESS_UNSANDBOXED";
 
 const NAME_PATTERN = /^[a-z][a-z0-9_]*$/;
 const MAX_BACKOFF_MS = 30_000;
 const MAX_PROGRESS_CHARS = 4096;
+const MAX_CHUNK_CHARS = 64 * 1024;
 
 function positive(value: number | undefined, fallback: number, field: string): number {
   if (value === undefined) return fallback;
@@ -15,19 +20,24 @@ function positive(value: number | undefined, fallback: number, field: string): n
   return value;
 }
 
+/** A tool's event as a progress event. Its text is the tool's: plain and bounded, withheld whole when too long (never cut before the gate redacts it). */
 function progressOf(event: ToolEventBody): { message: string; data: Record<string, unknown> } {
   switch (event.kind) {
     case "Status":
-      return { message: event.status.slice(0, MAX_PROGRESS_CHARS), data: { kind: "Status" } };
+      return { message: plainLine(event.status, MAX_PROGRESS_CHARS, "status"), data: { kind: "Status" } };
     case "OutputChunk":
-      return { message: "output", data: { kind: "OutputChunk", chunk: event.chunk.slice(0, 64 * 1024) } };
+      return {
+        message: "output",
+        data: { kind: "OutputChunk", chunk: event.chunk.length <= MAX_CHUNK_CHARS ? event.chunk : `[output chunk withheld: ${event.chunk.length} characters]` },
+      };
     case "Log":
-      return { message: event.message.slice(0, MAX_PROGRESS_CHARS), data: { kind: "Log", level: event.level.slice(0, 32) } };
+      return { message: plainLine(event.message, MAX_PROGRESS_CHARS, "log message"), data: { kind: "Log", level: plainLine(event.level, 32, "level") } };
   }
 }
 
 /**
- * Start a tool process and hand back its family. Spawns the command (through `sandbox`, if any)
+ * Start a tool process and hand back its family. Spawns the command (inside bubblewrap unless
+ * `sandbox` says otherwise or `bwrap` is missing — then with a warning)
  * with an allowlisted environment, sends `ToolHello`, waits for one `ToolRegister` within
  * `handshakeTimeoutMs`, checks declared scopes against `scopeOverrides` and `expectedScopes`, and
  * builds one manifest per admitted tool (`<name>.<tool_name>`, output untrusted, input validated
@@ -64,8 +74,9 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     if (options.onLog) options.onLog(full);
     else if (event.level === "warn" || event.level === "error") console.warn(`[toolgate process ${name}] ${event.message}`);
   };
+  const sandbox = resolveSandbox(options.sandbox);
   const spec: SessionSpec = {
-    argv: wrappedArgv(options.command, options.args ?? [], options.sandbox, options.cwd),
+    argv: wrappedArgv(options.command, options.args ?? [], sandbox.option, options.cwd),
     env: childEnv(options.passEnv ?? DEFAULT_PASS_ENV, options.env ?? {}),
     cwd: options.cwd,
     handshakeTimeoutMs,
@@ -85,12 +96,17 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     }
   };
 
+  if (sandbox.warning) {
+    // Said once, at start-up, where an operator looks: the log hook, or a process warning with a code.
+    if (options.onLog) log({ level: "warn", message: sandbox.warning });
+    else process.emitWarning(`tool process ${name}: ${sandbox.warning}`, { code: UNSANDBOXED_WARNING });
+  }
   const first = await launch();
   let session = first.session;
   const fingerprint = hashCanonical(first.registration);
   let family: ToolFamily;
   try {
-    family = buildFamily(options, first.registration, (...args) => invoke(...args));
+    family = buildFamily(options, sandbox, first.registration, (...args) => invoke(...args));
   } catch (error) {
     await session.stop(shutdownGraceMs);
     throw error;

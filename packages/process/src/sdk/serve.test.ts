@@ -45,7 +45,11 @@ describe("a tool process written with the SDK", () => {
     });
 
     const guarded = await gate.invoke("sdk.guarded", { what: "publish" }, call);
-    expect(guarded).toMatchObject({ status: "error", code: "approval_unknown", details: { escalation: "wants to publish" } });
+    expect(guarded).toMatchObject({
+      status: "error",
+      code: "approval_unknown",
+      details: { escalation: { claimedBy: "tool process sdk", verified: false, text: "wants to publish" } },
+    });
 
     const controller = new AbortController();
     const waited = await gate.invoke("sdk.wait", { ms: 600_000 }, { ...call, signal: controller.signal, onProgress: () => controller.abort() });
