@@ -46,8 +46,8 @@ export function headerFields(raw: Buffer): [string, string][] {
   const text = raw.toString("latin1");
   const end = /\r?\n\r?\n/.exec(text);
   const section = end ? text.slice(0, end.index) : text;
-  if (/\r(?!\n)/.test(section)) throw unreadable("a header line ends with a bare CR");
-  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(section.replace(/\r\n/g, "\n").replace(/\n/g, ""))) throw unreadable("a header holds a control character");
+  // A bare CR, a NUL and the like end or split a line for some readers and not for others.
+  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(section.replace(/\r?\n/g, ""))) throw unreadable("a header holds a control character (a bare CR, a NUL, …)");
   const fields: [string, string][] = [];
   for (const line of section.split(/\r?\n/)) {
     if (/^[ \t]/.test(line)) {
@@ -77,8 +77,6 @@ export function mailboxesIn(value: string, field: string): Mailbox[] {
     if (address === "") throw unreadable(`an entry of ${field} has no address: ${shown}`);
     if (address.includes("=?") || !isAddress(address))
       throw unreadable(`an entry of ${field} is not a plain address: ${JSON.stringify(address.slice(0, 120))}`);
-    // Another parser may read an address in a name (or a comment) as the recipient, even the entry's own spelled oddly.
-    if (name.includes("@")) throw unreadable(`the display name ${shown} of ${address} in ${field} holds an address`);
     if (name.includes("=?")) throw unreadable(`the display name ${shown} of ${address} in ${field} holds an encoded word that could not be decoded`);
     return { address, name };
   });

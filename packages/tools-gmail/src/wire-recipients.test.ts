@@ -73,6 +73,7 @@ describe("gmail.send_draft sees every recipient the wire carries", () => {
     ["a display name that is the address itself, unquoted", '"bo"@example.test "bo"@example.test'.replace(/^/, "To: ")],
     ["a display name that is the address itself", 'To: "ana@example.test" <ana@example.test>'],
     ["an encoded word as the address", "To: =?UTF-8?Q?mallory?=@evil.test"],
+    ["a display name in an encoding that cannot be decoded", "To: =?UTF-8?X?PG1hbGxvcnk+?= <ana@example.test>"],
     ["an entry without an address", "To: ana@example.test, mallory"],
     ["a Resent-To header", "To: ana@example.test\r\nResent-To: mallory@evil.test"],
     ["a Resent-Bcc header", "To: ana@example.test\r\nresent-bcc: mallory@evil.test"],
@@ -80,6 +81,7 @@ describe("gmail.send_draft sees every recipient the wire carries", () => {
     ["a header line without a name", "To: ana@example.test\r\nmallory@evil.test"],
     ["a space before the colon", "To: ana@example.test\r\nBcc : mallory@evil.test"],
     ["a NUL in a header", "To: ana@example.test\u0000, mallory@evil.test"],
+    ["a NUL in a display name", 'To: "Ana\u0000" <ana@example.test>'],
   ];
 
   for (const [name, headers] of ambiguous) {
