@@ -113,6 +113,13 @@ export function callFailure(server: string, tool: string, toolId: string, live: 
       { cause, boundary: "effect_state_unknown" },
     );
   }
+  if (cause instanceof Error && Array.isArray((cause as { issues?: unknown }).issues)) {
+    // The SDK could not read the result as a tool result (a wrong type in a field).
+    return new ToolError("protocol_error", `MCP server ${server} answered ${tool} with what is not an MCP tool result`, {
+      cause,
+      boundary: "effect_state_unknown",
+    });
+  }
   if (cause instanceof McpError && cause.code === BOUNDS_ERROR_CODE) {
     return new ToolError(
       "protocol_error",
