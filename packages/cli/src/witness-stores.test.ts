@@ -65,7 +65,7 @@ for (const store of stores) {
         expect(verifyAuditChain(chain, { key: KEY })).toMatchObject({ ok: true, count: 60 });
         const reading = parseWitness(readFileSync(file, "utf8"), KEY);
         if (!reading.ok) throw new Error(reading.reason);
-        expect(reading.checkpoints.length).toBeGreaterThanOrEqual(7 + 4);
+        expect(reading.checkpoints.length).toBeGreaterThanOrEqual(2);
         expect(Math.max(...reading.checkpoints.map((c) => c.seq))).toBe(60);
         expect(checkPinnedHeads(chain, reading.checkpoints)).toMatchObject({ ok: true, following: 0 });
         // What someone deleting the last events leaves behind: a chain that verifies on its own.

@@ -93,13 +93,24 @@ export function withWitness(journal: Journal, options: WitnessOptions): Witnesse
     written = Math.max(written, seq);
     return checkpoint;
   };
+  // At most one checkpoint waits behind the one being written; a later one due meanwhile joins it
+  // (for the newest event), so a burst faster than the disk costs no more than two writes.
+  let waiting: { target: PinnedHead; done: Promise<WitnessCheckpoint | undefined> } | undefined;
   const enqueue = (): Promise<WitnessCheckpoint | undefined> => {
     unwritten = 0;
     lastAt = clock().getTime();
-    const due = newest;
-    const next = queue.then(() => write(due));
-    queue = next;
-    return next;
+    if (waiting) {
+      waiting.target = newest;
+      return waiting.done;
+    }
+    const next: { target: PinnedHead; done: Promise<WitnessCheckpoint | undefined> } = { target: newest, done: Promise.resolve(undefined) };
+    next.done = queue.then(() => {
+      waiting = undefined;
+      return write(next.target);
+    });
+    waiting = next;
+    queue = next.done;
+    return next.done;
   };
   const seen = (receipt: PinnedHead | undefined): void => {
     if (!receipt || receipt.seq <= newest.seq) return;
