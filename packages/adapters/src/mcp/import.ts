@@ -13,7 +13,7 @@ import {
 } from "@toolgate/core";
 import { z } from "zod";
 import { callFailure, createRemoteConnection } from "./remote-connection.js";
-import { capOutput, DEFAULT_MAX_OUTPUT_BYTES, fencedRemoteText, type TextRedactor } from "./remote-output.js";
+import { capOutput, DEFAULT_MAX_OUTPUT_BYTES, fencedRemoteText, remoteProgressText, type TextRedactor } from "./remote-output.js";
 import { stdioLaunch } from "./remote-sandbox.js";
 
 export type { DriftReport, ImportedMcpServer, ImportedToolDescription, ImportMcpServerOptions, SkippedTool } from "./import-options.js";
@@ -165,7 +165,11 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       result = await live.client.callTool({ name, arguments: input }, undefined, {
         signal: ctx.signal,
         timeout: timeoutMs,
-        onprogress: (p) => ctx.progress({ message: String(p.message ?? ""), ...(p.total ? { fraction: p.progress / p.total } : {}) }),
+        onprogress: (p) =>
+          ctx.progress({
+            message: remoteProgressText(p.message, redactor),
+            ...(p.total ? { fraction: Math.min(1, Math.max(0, p.progress / p.total || 0)) } : {}),
+          }),
       });
     } catch (cause) {
       if (ctx.signal.aborted) throw ctx.signal.reason;

@@ -91,3 +91,17 @@ export function fencedRemoteText(toolId: string, text: string, redactor: TextRed
     ...(findings.length === 0 ? {} : { remoteErrorFindings: [...new Set(findings.map((f) => f.rule))] }),
   };
 }
+
+/** Most characters of a server's progress message passed on. */
+export const MAX_REMOTE_PROGRESS_CHARS = 200;
+
+/**
+ * A server's progress message as passed to the caller's `onProgress` (which may show it to a model
+ * or a human): redacted before it is cut, and withheld when it reads like instructions.
+ */
+export function remoteProgressText(text: unknown, redactor: TextRedactor | undefined): string {
+  if (typeof text !== "string") return "";
+  let clean = redactor ? redactor.redactText(text) : text;
+  if (clean.length > MAX_REMOTE_PROGRESS_CHARS) clean = `${cutText(clean, MAX_REMOTE_PROGRESS_CHARS, redactor !== undefined)}…`;
+  return scanForInjection(clean).length > 0 ? "(the server's progress text was withheld: it reads like instructions)" : clean;
+}
