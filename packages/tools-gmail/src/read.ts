@@ -57,7 +57,8 @@ function decodeData(data: string | null | undefined): string {
   return data ? Buffer.from(data, "base64url").toString("utf8") : "";
 }
 
-function htmlToText(html: string): string {
+/** Readable text of an HTML body: scripts and styles dropped, tags removed, common entities decoded. */
+export function htmlToText(html: string): string {
   return html
     .replace(/<(script|style)[\s\S]*?<\/\1>/gi, " ")
     .replace(/<br\s*\/?>|<\/p>/gi, "\n")

@@ -2,9 +2,10 @@
  * Recipients as the wire sees them: what the allowlist checks and the human approves is exactly
  * the set the emulator delivers to (every address of every To/Cc/Bcc header), or the send is refused.
  */
+import { createHash } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, draftRaw, gmailGate, sendDraftThrough, type Seen } from "./fixtures/drafts.js";
-import { startHarness, type Harness } from "./fixtures/harness.js";
+import { OWNER, startHarness, type Harness } from "./fixtures/harness.js";
 
 const word = (text: string): string => `=?UTF-8?B?${Buffer.from(text, "utf8").toString("base64")}?=`;
 
@@ -117,6 +118,60 @@ describe("gmail.send_draft sees every recipient the wire carries", () => {
     );
     expect(first.status === "error" && first.code).toBe("limit_exceeded");
     expect(harness.emulator.gmail.sent).toHaveLength(0);
+  });
+});
+
+describe("gmail.send_draft shows the rest of the message from the same bytes it sends", () => {
+  let harness: Harness;
+  beforeEach(async () => {
+    harness = await startHarness();
+  });
+  afterEach(() => harness.emulator.close());
+
+  it("lists a draft's attachments (name, type, size, digest) beside its text, and sends exactly that", async () => {
+    const pdf = Buffer.from("%PDF-1.7 quarterly figures");
+    const raw = [
+      `From: ${OWNER}`,
+      "To: ana@example.test",
+      "Subject: Figures",
+      'Content-Type: multipart/mixed; boundary="b1"',
+      "",
+      "--b1",
+      "Content-Type: text/plain; charset=UTF-8",
+      "",
+      "See attached.",
+      "--b1",
+      'Content-Type: application/pdf; name="q3.pdf"',
+      'Content-Disposition: attachment; filename="q3.pdf"',
+      "Content-Transfer-Encoding: base64",
+      "",
+      pdf.toString("base64"),
+      "--b1--",
+      "",
+    ].join("\r\n");
+    const { preview, delivered } = await sendDraftThrough(harness)(raw);
+    expect(preview?.body?.trimEnd()).toBe("See attached.");
+    expect(preview?.details).toMatchObject({
+      subject: "Figures",
+      attachments: [{ filename: "q3.pdf", mimeType: "application/pdf", bytes: pdf.length, sha256: createHash("sha256").update(pdf).digest("hex") }],
+    });
+    expect(delivered).toEqual({ to: ["ana@example.test"], cc: [], bcc: [] });
+    expect(harness.emulator.gmail.sent[0]?.attachments).toEqual([{ filename: "q3.pdf", mimeType: "application/pdf", size: pdf.length }]);
+  });
+
+  it("refuses a draft whose MIME structure does not parse (nested past the limit), nothing sent", async () => {
+    let body = "Content-Type: text/plain\r\n\r\nhidden\r\n";
+    for (let i = 0; i < 20; i++) body = `Content-Type: multipart/mixed; boundary="n${i}"\r\n\r\n--n${i}\r\n${body}--n${i}--\r\n`;
+    const { first } = await sendDraftThrough(harness)(`From: ${OWNER}\r\nTo: ana@example.test\r\nSubject: Deep\r\n${body}`);
+    expect(first.status === "error" && [first.code, first.boundary]).toEqual(["preview_invalid", "pre_effect_refusal"]);
+    expect(harness.emulator.gmail.sent).toHaveLength(0);
+  });
+
+  it("shows the text of an HTML-only draft", async () => {
+    const raw = `From: ${OWNER}\r\nTo: ana@example.test\r\nSubject: Hi\r\nContent-Type: text/html; charset=UTF-8\r\n\r\n<p>Hello <b>Ana</b></p>\r\n`;
+    const { preview } = await sendDraftThrough(harness)(raw);
+    expect(preview?.body).toContain("Hello");
+    expect(preview?.body).not.toContain("<b>");
   });
 });
 

@@ -6,7 +6,8 @@ import { callGoogle } from "@toolgate/connector-google";
 import { GMAIL_SCOPES, SEND_CONSENT } from "../permissions.js";
 import { gmailClient } from "../client.js";
 import { recipientAllowed, type GmailConfig } from "../options.js";
-import { toMessageOutput } from "../read.js";
+import { htmlToText } from "../read.js";
+import PostalMime from "postal-mime";
 import { readWireHeaders, recipientAddresses, type Mailbox } from "../recipients.js";
 
 /** What the human approved and the send must match: the exact bytes of the draft they saw. */
@@ -18,14 +19,12 @@ export function sendDraftTool(config: GmailConfig) {
     const raw = await callGoogle({ ...policy, method: "gmail.users.drafts.get" }, () =>
       mail.users.drafts.get({ userId: "me", id: draftId, format: "raw" }, { signal }),
     );
-    const full = await callGoogle({ ...policy, method: "gmail.users.drafts.get" }, () =>
-      mail.users.drafts.get({ userId: "me", id: draftId, format: "full" }, { signal }),
-    );
     const bytes = Buffer.from(raw.message?.raw ?? "", "base64url");
-    // Recipients, sender and subject come from the exact bytes that will be sent, every header of them.
+    // Everything shown comes from the exact bytes that will be sent: recipients, sender and subject
+    // from every header of them, text and attachments from one MIME parse of them.
     const wire = readWireHeaders(bytes);
-    const text = toMessageOutput(full.message ?? {}, Number.MAX_SAFE_INTEGER).body;
-    return { raw: raw.message?.raw ?? "", digest: sha256(bytes), wire, recipients: recipientAddresses(wire), text };
+    const { text, attachments } = await contentOf(bytes);
+    return { raw: raw.message?.raw ?? "", digest: sha256(bytes), wire, recipients: recipientAddresses(wire), text, attachments };
   };
 
   const checkRecipients = (recipients: readonly string[]): void => {
@@ -76,6 +75,7 @@ export function sendDraftTool(config: GmailConfig) {
           ...(wire.replyTo.length > 0 ? { replyTo: addresses(wire.replyTo) } : {}),
           subject: wire.subject,
           bodySha256: sha256(Buffer.from(draft.text, "utf8")),
+          attachments: draft.attachments,
           messageSha256: draft.digest,
         },
         body: draft.text,
@@ -114,4 +114,20 @@ export function sendDraftTool(config: GmailConfig) {
 /** Addresses for a one-line summary: the first ten, then how many more. */
 function listed(addresses: readonly string[]): string {
   return addresses.length <= 10 ? addresses.join(", ") : `${addresses.slice(0, 10).join(", ")} and ${addresses.length - 10} more`;
+}
+
+/** The text a human reads (text/plain, else the HTML's text) and every attachment, digested. */
+async function contentOf(bytes: Buffer) {
+  let email: Awaited<ReturnType<typeof PostalMime.parse>>;
+  try {
+    email = await PostalMime.parse(bytes, { maxNestingDepth: 16, attachmentEncoding: "arraybuffer" });
+  } catch {
+    throw new ToolError("preview_invalid", "the draft cannot be read one way: its MIME structure does not parse", { boundary: "pre_effect_refusal" });
+  }
+  const text = email.text ?? (email.html ? htmlToText(email.html) : "");
+  const attachments = email.attachments.map((a) => {
+    const data = Buffer.from(typeof a.content === "string" ? Buffer.from(a.content, "utf8") : new Uint8Array(a.content as ArrayBuffer));
+    return { filename: a.filename ?? "", mimeType: a.mimeType, bytes: data.length, sha256: sha256(data) };
+  });
+  return { text, attachments };
 }
