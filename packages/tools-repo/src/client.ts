@@ -2,10 +2,12 @@ import { lstatSync, realpathSync } from "node:fs";
 import { lstat, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { ToolError, type RuntimeIsolation, type Verifier } from "@toolgate/core";
-import { createRootGuard, createVerifier, type RootGuard, type VerifierCommand } from "@toolgate/core/boundary";
+import { ToolError, type RuntimeIsolation } from "@toolgate/core";
+import { createRootGuard, type RootGuard } from "@toolgate/core/boundary";
+import { checkRunner, type CheckRunner } from "./checks.js";
+import { compileDeny, hiddenPath, type DenyRules } from "./deny.js";
 import { createGitRunner, type GitIdentity, type GitRunner } from "./git.js";
-import { DEFAULT_LIMITS, type RepoCheck, type RepoLimits, type RepoToolsOptions } from "./options.js";
+import { DEFAULT_LIMITS, type RepoLimits, type RepoToolsOptions } from "./options.js";
 import { resolveRepoPath, type RepoPath } from "./paths.js";
 import { isBinary } from "./text.js";
 
@@ -15,7 +17,8 @@ export const readIsolation: RuntimeIsolation = {
   filesystem: "read-root",
   secrets: "none",
   subprocess: "verifier",
-  notes: "git runs through the family's verifier with hooks, pager, fsmonitor, external diff and textconv drivers off",
+  notes:
+    "git runs through the family's verifier with hooks, pager, fsmonitor, external diff and textconv drivers off; denied paths and the gate's state are refused, or left out of listings",
 };
 
 /** What the writing tools reach: files written through the root guard, never under `.git`. */
@@ -24,19 +27,8 @@ export const writeIsolation: RuntimeIsolation = {
   filesystem: "write-root",
   secrets: "none",
   subprocess: "verifier",
-  notes: "writes go through resolveWithinRoot; nothing under .git is ever written",
+  notes: "writes go through resolveWithinRoot; nothing under .git, a denied path or the gate's state is ever written",
 };
-
-/** How `repo.check` reaches its commands. */
-export type CheckRunner =
-  | {
-      readonly kind: "family";
-      readonly names: readonly string[];
-      readonly descriptions: Readonly<Record<string, string>>;
-      readonly verifier: Verifier;
-      readonly timeoutMs: number;
-    }
-  | { readonly kind: "gate"; readonly names: readonly string[]; readonly descriptions: Readonly<Record<string, string>>; readonly timeoutMs: number };
 
 /** What every tool of the family shares. Built once by `createRepoTools`. */
 export interface RepoRuntime {
@@ -45,6 +37,9 @@ export interface RepoRuntime {
   readonly git: GitRunner;
   readonly limits: RepoLimits;
   readonly checks: CheckRunner | undefined;
+  readonly deny: DenyRules;
+  /** Whether a root-relative name git reported is denied or protected (left out of listings). */
+  hidden(relative: string): boolean;
   resolve(candidate: string, options?: { allowMissing?: boolean }): Promise<RepoPath>;
   /** The current text of a file, or null when it does not exist. Refuses directories, binary and over-large files. */
   readText(file: RepoPath, signal: AbortSignal): Promise<string | null>;
@@ -61,6 +56,7 @@ export function createRepoRuntime(options: RepoToolsOptions): RepoRuntime {
   }
   const guard = createRootGuard(options.root);
   const gitDir = findGitDir(guard.root, options.gitDir);
+  const deny = compileDeny(options.deny, options.dropDefaultDeny);
   const git = createGitRunner({
     root: guard.root,
     gitDir,
@@ -73,7 +69,7 @@ export function createRepoRuntime(options: RepoToolsOptions): RepoRuntime {
     ...(options.identity ? { identity: checkIdentity(options.identity) } : {}),
   });
 
-  const resolve = (candidate: string, resolveOptions: { allowMissing?: boolean } = {}) => resolveRepoPath(guard, gitDir, candidate, resolveOptions);
+  const resolve = (candidate: string, resolveOptions: { allowMissing?: boolean } = {}) => resolveRepoPath(guard, gitDir, deny, candidate, resolveOptions);
 
   const readText = async (file: RepoPath, signal: AbortSignal): Promise<string | null> => {
     let info;
@@ -131,7 +127,9 @@ export function createRepoRuntime(options: RepoToolsOptions): RepoRuntime {
     await unlink(file.absolute);
   };
 
-  return { guard, gitDir, git, limits, checks: checkRunner(options, guard.root, limits), resolve, readText, writeText, remove };
+  const hidden = (relative: string) => relative.split("/").some((s) => s.toLowerCase() === ".git") || hiddenPath(deny, guard.root, relative);
+  const checks = checkRunner(options, guard.root, limits, deny);
+  return { guard, gitDir, git, limits, checks, deny, hidden, resolve, readText, writeText, remove };
 }
 
 function findGitDir(root: string, given: string | undefined): string {
@@ -154,43 +152,4 @@ function checkIdentity(identity: GitIdentity): GitIdentity {
   if (!ok(identity.name) || !ok(identity.email))
     throw new ToolError("config_invalid", "identity needs a name and an email without NUL, newline or angle brackets");
   return identity;
-}
-
-const CHECK_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
-
-function checkRunner(options: RepoToolsOptions, root: string, limits: RepoLimits): CheckRunner | undefined {
-  const declared = options.checks;
-  if (declared === undefined) return undefined;
-  if (Array.isArray(declared)) {
-    const names = declared as readonly string[];
-    if (names.length === 0) return undefined;
-    for (const name of names)
-      if (typeof name !== "string" || !CHECK_NAME.test(name))
-        throw new ToolError("config_invalid", `check name ${JSON.stringify(name)} must be a short lower-case word`);
-    return { kind: "gate", names: [...new Set(names)], descriptions: {}, timeoutMs: limits.checkTimeoutMs };
-  }
-  const entries = Object.entries(declared as Readonly<Record<string, RepoCheck>>);
-  if (entries.length === 0) return undefined;
-  const commands: Record<string, VerifierCommand> = {};
-  const descriptions: Record<string, string> = {};
-  let longest = limits.checkTimeoutMs;
-  for (const [name, check] of entries) {
-    if (!CHECK_NAME.test(name)) throw new ToolError("config_invalid", `check name ${JSON.stringify(name)} must be a short lower-case word`);
-    commands[name] = {
-      argv: check.argv,
-      timeoutMs: check.timeoutMs ?? limits.checkTimeoutMs,
-      ...(check.sandbox ? { sandbox: check.sandbox } : {}),
-    };
-    if (check.description) descriptions[name] = check.description;
-    longest = Math.max(longest, check.timeoutMs ?? 0);
-  }
-  const verifier = createVerifier({
-    root,
-    commands,
-    timeoutMs: limits.checkTimeoutMs,
-    maxOutputBytes: limits.maxCheckOutputBytes,
-    ...(options.checkEnv ? { env: options.checkEnv } : {}),
-    ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
-  });
-  return { kind: "family", names: entries.map(([n]) => n), descriptions, verifier, timeoutMs: longest };
 }

@@ -59,7 +59,7 @@ describe.skipIf(!bwrapInstalled && process.env["CI"] === undefined)("under the b
     expect(committed.status).toBe("ok");
     expect(repo.git("log", "-1", "--format=%s").trim()).toBe("Sandboxed commit");
     // Checks see the working tree read-only unless declared otherwise.
-    const check = await gate.invoke("repo.check", { check: "write" }, call());
+    const check = await invokeApproved(gate, "repo.check", { check: "write" });
     expect(check.status === "ok" && check.output).toMatchObject({ passed: false, exitCode: 7 });
     expect(existsSync(path.join(repo.root, "written-by-check"))).toBe(false);
   });

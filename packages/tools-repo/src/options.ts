@@ -10,9 +10,22 @@ export interface RepoCheck {
   readonly description?: string;
   /** This check's deadline; default `limits.checkTimeoutMs`. */
   readonly timeoutMs?: number;
-  /** Under a sandbox: whether the check may write to the working tree (default read-only). */
+  /**
+   * Under the sandbox: `write: true` runs the check in a scratch copy of the working tree (denied
+   * paths left out), discarded after the run; default the tree read-only. Without a sandbox
+   * (`sandbox: "none"`) a check writes where it likes.
+   */
   readonly sandbox?: { readonly write?: boolean };
+  /** `"required"` (default): a human approves each run, seeing the argv and the containment. `"none"`: the operator opts this check out. */
+  readonly approval?: "required" | "none";
 }
+
+/**
+ * Where checks run: `"auto"` (default) is bubblewrap when installed and otherwise refuses every
+ * run; `{ kind: "auto", bwrapPath }` looks for bwrap there; `"none"` runs the repository's code
+ * uncontained, with the user's rights.
+ */
+export type RepoCheckSandbox = VerifierSandbox | "auto" | { readonly kind: "auto"; readonly bwrapPath?: string };
 
 /** Limits every tool of the family keeps. Each has a default. */
 export interface RepoLimits {
@@ -38,6 +51,8 @@ export interface RepoLimits {
   readonly maxCheckOutputBytes: number;
   /** Deadline of one git run; default 20 s. */
   readonly gitTimeoutMs: number;
+  /** Most entries of the working tree walked, per sandboxed check run, to find denied paths to hide; default 200,000 (more: the run is refused). */
+  readonly maxCheckScanEntries: number;
 }
 
 /** The limits used where `createRepoTools({ limits })` leaves one out. */
@@ -53,6 +68,7 @@ export const DEFAULT_LIMITS: RepoLimits = Object.freeze({
   checkTimeoutMs: 120_000,
   maxCheckOutputBytes: 64 * 1024,
   gitTimeoutMs: 20_000,
+  maxCheckScanEntries: 200_000,
 });
 
 /** Options for `createRepoTools`. */
@@ -69,8 +85,19 @@ export interface RepoToolsOptions {
   readonly gitDir?: string;
   /** Author and committer of commits made through `repo.commit`; default the repository's own configuration. */
   readonly identity?: GitIdentity;
-  /** Sandbox for git and declared checks (see `createVerifier`); default none. */
+  /** Sandbox for git (default none) and, unless `checkSandbox` is given, for declared checks. */
   readonly sandbox?: VerifierSandbox;
+  /** Sandbox for declared checks; default `sandbox` when given, else `"auto"`. See {@link RepoCheckSandbox}. */
+  readonly checkSandbox?: RepoCheckSandbox;
+  /**
+   * Globs of root-relative paths no tool reads, lists, searches, diffs, writes or commits, and no
+   * sandboxed check sees, added to `DEFAULT_DENY` (`.git/`, `.toolgate/`, `.env*`, private keys,
+   * credential files). A glob without `/` matches a name at any depth; one with `/` is anchored
+   * at the root; a match on a directory covers everything under it; case is ignored.
+   */
+  readonly deny?: readonly string[];
+  /** Defaults to drop from `DEFAULT_DENY`, each spelled exactly as there (e.g. `".env.*"`). */
+  readonly dropDefaultDeny?: readonly string[];
   /** Environment for declared checks (see `createVerifier`); default only `PATH`. */
   readonly checkEnv?: VerifierEnv;
   /**

@@ -2,6 +2,7 @@ import path from "node:path";
 import { z } from "zod";
 import { ToolError } from "@toolgate/core";
 import { type RootGuard } from "@toolgate/core/boundary";
+import { refuseDenied, type DenyRules } from "./deny.js";
 
 /** Longest path a tool accepts, in characters. */
 export const MAX_PATH_LENGTH = 4096;
@@ -37,15 +38,28 @@ function refuseGitDir(candidate: string): ToolError {
 
 /**
  * Resolve `candidate` inside the root through the guard, refusing anything in a `.git` directory
- * by its spelling or by where it resolves (a link planted in the tree that points into `.git`).
+ * by its spelling or by where it resolves (a link planted in the tree that points into `.git`),
+ * and anything the deny list matches, by its spelling or its real path. The guard itself refuses
+ * protected paths (the gate's state) wherever they are.
  */
-export async function resolveRepoPath(guard: RootGuard, gitDir: string, candidate: string, options: { allowMissing?: boolean } = {}): Promise<RepoPath> {
+export async function resolveRepoPath(
+  guard: RootGuard,
+  gitDir: string,
+  deny: DenyRules,
+  candidate: string,
+  options: { allowMissing?: boolean } = {},
+): Promise<RepoPath> {
   if (candidate.startsWith("-")) throw new ToolError("command_denied", "a path must not start with '-'", { details: { reason: "option_like_path" } });
   if (candidate.split(/[\\/]+/).some(isGitSegment)) throw refuseGitDir(candidate);
+  const spelled = path.relative(guard.root, path.resolve(guard.root, candidate)).split(path.sep).join("/");
+  const spelledHit = spelled.startsWith("..") ? undefined : deny.match(spelled);
+  if (spelledHit !== undefined) throw refuseDenied(candidate, spelledHit);
   // Resolved as if missing first, so a name under .git is refused as such whether or not it exists.
   const absolute = await guard.resolve(candidate, { allowMissing: true });
   const relative = path.relative(guard.root, absolute).split(path.sep).join("/") || ".";
   if (relative.split("/").some(isGitSegment)) throw refuseGitDir(candidate);
+  const realHit = deny.match(relative);
+  if (realHit !== undefined) throw refuseDenied(candidate, realHit);
   if (absolute === gitDir || absolute.startsWith(gitDir + path.sep)) throw refuseGitDir(candidate);
   if (options.allowMissing !== true && (await guard.resolve(candidate)) !== absolute)
     throw new ToolError("path_escape", "the path changed while it was being resolved");

@@ -188,18 +188,18 @@ describe("checks", () => {
         hang: { argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"], timeoutMs: 300 },
       },
     });
-    expect(output(await checked.invoke("repo.check", { check: "pass" }, call()))).toMatchObject({ passed: true, exitCode: 0, stdout: "all good\n" });
-    expect(output(await checked.invoke("repo.check", { check: "fail" }, call()))).toMatchObject({ passed: false, exitCode: 3, stderr: "broken\n" });
-    expect(output(await checked.invoke("repo.check", { check: "hang" }, call()))).toMatchObject({ passed: false, timedOut: true });
+    expect(output(await invokeApproved(checked, "repo.check", { check: "pass" }))).toMatchObject({ passed: true, exitCode: 0, stdout: "all good\n" });
+    expect(output(await invokeApproved(checked, "repo.check", { check: "fail" }))).toMatchObject({ passed: false, exitCode: 3, stderr: "broken\n" });
+    expect(output(await invokeApproved(checked, "repo.check", { check: "hang" }))).toMatchObject({ passed: false, timedOut: true });
   });
 
   it("can run checks declared on the gate's verifier instead", async () => {
     const family = createRepoTools({ root: repo.root, identity, checks: ["lint"] });
     const verifier = createVerifier({ root: repo.root, commands: { lint: { argv: [process.execPath, "-e", "process.exit(0)"] } } });
     const withVerifier = createGate({ registry: createToolRegistry({ families: [family] }), journal: createMemoryJournal(), verifier });
-    expect(output(await withVerifier.invoke("repo.check", { check: "lint" }, call()))).toMatchObject({ passed: true });
+    expect(output(await invokeApproved(withVerifier as unknown as Gate, "repo.check", { check: "lint" }))).toMatchObject({ passed: true });
     const without = createGate({ registry: createToolRegistry({ families: [family] }), journal: createMemoryJournal() });
-    const refused = await without.invoke("repo.check", { check: "lint" }, call());
+    const refused = await invokeApproved(without as unknown as Gate, "repo.check", { check: "lint" });
     expect(refused.status === "error" && refused.code).toBe("command_denied");
   });
 

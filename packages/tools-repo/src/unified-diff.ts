@@ -289,3 +289,55 @@ function findHunk(lines: readonly string[], wanted: readonly string[], preferred
   }
   return -1;
 }
+
+/** The path a `diff --git` header names (renames are off, so both sides are one path); undefined when it cannot be read. */
+export function diffHeaderPath(header: string): string | undefined {
+  const rest = header.slice("diff --git ".length);
+  if (rest.startsWith('"')) {
+    const first = unquoteC(rest);
+    return first?.value.startsWith("a/") ? first.value.slice(2) : undefined;
+  }
+  const n = (rest.length - 5) / 2;
+  if (!Number.isInteger(n) || n <= 0 || !rest.startsWith("a/") || rest.slice(2 + n, 5 + n) !== " b/") return undefined;
+  const a = rest.slice(2, 2 + n);
+  return a === rest.slice(5 + n) ? a : undefined;
+}
+
+/** A C-quoted string as git writes one (`"a/x\tb"`, octal escapes are UTF-8 bytes), and where it ends. */
+function unquoteC(text: string): { value: string; end: number } | undefined {
+  const bytes: number[] = [];
+  const simple: Record<string, number> = { n: 10, t: 9, r: 13, a: 7, b: 8, f: 12, v: 11, '"': 34, "\\": 92 };
+  for (let i = 1; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') return { value: Buffer.from(bytes).toString("utf8"), end: i + 1 };
+    if (c !== "\\") {
+      bytes.push(...Buffer.from(c, "utf8"));
+      continue;
+    }
+    const next = text[++i];
+    if (next === undefined) return undefined;
+    if (/[0-7]/.test(next)) {
+      bytes.push(parseInt(text.slice(i, i + 3), 8));
+      i += 2;
+    } else if (simple[next] !== undefined) bytes.push(simple[next]);
+    else return undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Drop the sections of a `git diff` whose file `hidden` says is off limits; a section whose header
+ * cannot be read is dropped too (fail closed). Returns the rest and how many sections went.
+ */
+export function withoutHiddenFiles(diff: string, hidden: (relative: string) => boolean): { text: string; skipped: number } {
+  const sections = diff.split(/(?=^diff --git )/m);
+  let skipped = 0;
+  const kept = sections.filter((section) => {
+    if (!section.startsWith("diff --git ")) return true;
+    const file = diffHeaderPath(section.slice(0, section.indexOf("\n") >= 0 ? section.indexOf("\n") : undefined));
+    if (file !== undefined && !hidden(file)) return true;
+    skipped++;
+    return false;
+  });
+  return { text: kept.join(""), skipped };
+}

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { defineTool } from "@toolgate/core";
 import { cappedText, type GitCommandName } from "../git.js";
+import { withoutHiddenFiles } from "../unified-diff.js";
 import { gitPathArg, repoPathSchema, pathList } from "../paths.js";
 import { type RepoRuntime, readIsolation } from "../client.js";
 
@@ -11,14 +12,14 @@ export function diffTool(rt: RepoRuntime) {
   return defineTool({
     id: "repo.diff",
     title: "Show changes",
-    description: `Show a unified diff of the working tree: \`unstaged\` (working tree against the index, the default), \`staged\` (index against the last commit) or \`head\` (working tree against the last commit), optionally for some paths only. At most ${maxBytes} bytes (\`truncated\` says so). External diff and textconv drivers never run.`,
+    description: `Show a unified diff of the working tree: \`unstaged\` (working tree against the index, the default), \`staged\` (index against the last commit) or \`head\` (working tree against the last commit), optionally for some paths only. At most ${maxBytes} bytes (\`truncated\` says so). External diff and textconv drivers never run. Changes to the gate's state or denied paths are left out (\`skipped\` counts the files).`,
     input: z
       .object({
         scope: z.enum(["unstaged", "staged", "head"]).default("unstaged"),
         paths: pathList(repoPathSchema, rt.limits.maxPaths).optional(),
       })
       .strict(),
-    output: z.object({ diff: z.string(), truncated: z.boolean() }),
+    output: z.object({ diff: z.string(), truncated: z.boolean(), skipped: z.number().int() }),
     actionType: "repo-read",
     effect: "read",
     requiredAllowlist: ["repo:read"],
@@ -36,8 +37,9 @@ export function diffTool(rt: RepoRuntime) {
         paths.map((p) => gitPathArg(p.relative)),
         { signal: ctx.signal },
       );
-      const { text, truncated } = cappedText(result, maxBytes);
-      return { diff: text, truncated };
+      const { text, skipped } = withoutHiddenFiles(result.stdout, rt.hidden);
+      const capped = cappedText({ ...result, stdout: text }, maxBytes);
+      return { diff: capped.text, truncated: capped.truncated, skipped };
     },
   });
 }

@@ -10,7 +10,7 @@ export function listFilesTool(rt: RepoRuntime) {
   return defineTool({
     id: "repo.list_files",
     title: "List repository files",
-    description: `List files in the repository (tracked, plus untracked ones that are not ignored), optionally under a directory and matching a glob (\`**\`, \`*\`, \`?\`, \`{a,b}\`; a glob without \`/\` matches file names anywhere). Never lists .git. At most ${max} paths.`,
+    description: `List files in the repository (tracked, plus untracked ones that are not ignored), optionally under a directory and matching a glob (\`**\`, \`*\`, \`?\`, \`{a,b}\`; a glob without \`/\` matches file names anywhere). Never lists .git, the gate's state or denied paths (\`skipped\` counts those left out). At most ${max} paths.`,
     input: z
       .object({
         glob: z.string().min(1).max(500).optional().meta({ description: "e.g. `src/**/*.ts` or `*.md`" }),
@@ -18,7 +18,7 @@ export function listFilesTool(rt: RepoRuntime) {
         limit: z.number().int().min(1).max(max).optional(),
       })
       .strict(),
-    output: z.object({ files: z.array(z.string()), total: z.number().int(), truncated: z.boolean() }),
+    output: z.object({ files: z.array(z.string()), total: z.number().int(), truncated: z.boolean(), skipped: z.number().int() }),
     actionType: "repo-read",
     effect: "read",
     requiredAllowlist: ["repo:read"],
@@ -34,12 +34,10 @@ export function listFilesTool(rt: RepoRuntime) {
       const result = await rt.git.run("ls_files", [], { signal: ctx.signal, ...(directory ? { cwd: directory.relative } : {}) });
       const { records, truncated: cut } = completeRecords(result);
       const glob = input.glob === undefined ? undefined : globToRegExp(input.glob);
-      const matching = records.filter((file) => {
-        if (file.split("/").some((segment) => segment.toLowerCase() === ".git")) return false;
-        if (!glob) return true;
-        return glob.regex.test(glob.basename ? (file.split("/").at(-1) ?? file) : file);
-      });
-      return { files: matching.slice(0, limit), total: matching.length, truncated: cut || matching.length > limit };
+      // Counted before the glob, so the count says nothing about which names a glob probes.
+      const visible = records.filter((file) => !rt.hidden(file));
+      const matching = visible.filter((file) => !glob || glob.regex.test(glob.basename ? (file.split("/").at(-1) ?? file) : file));
+      return { files: matching.slice(0, limit), total: matching.length, truncated: cut || matching.length > limit, skipped: records.length - visible.length };
     },
   });
 }
