@@ -5,9 +5,8 @@
  * what the emulator (another maintained parser, postal-mime's) delivers to.
  */
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { draftRaw, sendDraftThrough } from "./fixtures/drafts.js";
-import { startHarness, type Harness } from "./fixtures/harness.js";
+import { describe, expect, it } from "vitest";
+import { draftRaw, freshHarness, sendDraftThrough } from "./fixtures/drafts.js";
 
 const word = (text: string): string => `=?UTF-8?B?${Buffer.from(text, "utf8").toString("base64")}?=`;
 const address = fc.constantFrom("ana@example.test", "bo@example.test", "mallory@evil.test", "MALLORY@Evil.Test");
@@ -35,14 +34,10 @@ const header = fc
   .map(([field, parts]) => `${field}: ${parts.map(([p, s], i) => (i === 0 ? p : `${s}${p}`)).join("")}`);
 
 describe("gmail.send_draft against the emulator, property", () => {
-  let harness: Harness;
-  beforeAll(async () => {
-    harness = await startHarness();
-  });
-  afterAll(() => harness.emulator.close());
+  const harness = freshHarness();
 
   it("refuses, or previews exactly the delivered recipients", async () => {
-    const send = sendDraftThrough(harness);
+    const send = sendDraftThrough(harness());
     let refused = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(header, { minLength: 1, maxLength: 3 }), async (headers) => {
@@ -50,7 +45,7 @@ describe("gmail.send_draft against the emulator, property", () => {
         if (outcome.previewed === undefined) {
           refused++;
           expect(outcome.first.status === "error" && outcome.first.code).toMatch(/^(preview_invalid|provider_rejected)$/);
-          expect(harness.emulator.gmail.sent).toHaveLength(0);
+          expect(harness().emulator.gmail.sent).toHaveLength(0);
           return;
         }
         expect(outcome.result?.status).toBe("ok");
