@@ -32,10 +32,22 @@ export class BoundedTransport implements Transport {
   broken: string | undefined;
   closed = false;
 
+  /**
+   * @param breakOnError stdio: any read error means the stream is out of step, so the connection is
+   *   closed. HTTP reports failed requests the same way; there only {@link breakProtocol} closes it.
+   */
   constructor(
     private readonly inner: Transport,
     private readonly bounds: JsonBounds = DEFAULT_MCP_BOUNDS,
+    private readonly breakOnError = true,
   ) {}
+
+  /** The server broke the protocol: remember why and close the connection (the next call opens another). */
+  breakProtocol(reason: string): void {
+    if (this.closed) return;
+    this.broken ??= reason;
+    void this.close().catch(() => undefined);
+  }
 
   get sessionId(): string | undefined {
     return this.inner.sessionId;
@@ -52,12 +64,14 @@ export class BoundedTransport implements Transport {
     // stream can no longer be trusted to be in step, so the connection is closed.
     this.inner.onerror = (error) => {
       if (this.closed) return;
-      // The inner message is not repeated: a parse error quotes the server's bytes.
-      this.broken ??= /exceeded maximum size/i.test(String(error?.message))
-        ? "the server sent a message longer than the limit"
-        : "the server sent a line that is not a JSON-RPC message, or its stream failed";
       this.onerror?.(error);
-      void this.close().catch(() => undefined);
+      if (!this.breakOnError) return;
+      // The inner message is not repeated: a parse error quotes the server's bytes.
+      this.breakProtocol(
+        /exceeded maximum size/i.test(String(error?.message))
+          ? "the server sent a message longer than the limit"
+          : "the server sent a line that is not a JSON-RPC message, or its stream failed",
+      );
     };
     this.inner.onclose = () => {
       this.closed = true;

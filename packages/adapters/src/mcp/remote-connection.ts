@@ -6,6 +6,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { ToolError } from "@toolgate/core";
@@ -47,8 +48,14 @@ export function createRemoteConnection(options: ImportMcpServerOptions, launch: 
 
   const open = async (): Promise<LiveConnection> => {
     const client = new Client({ name: `toolgate-import-${options.name}`, version: "0.1.0" }, { jsonSchemaValidator: acceptAll });
-    const inner = launch ? stdioTransport(options, launch) : new StreamableHTTPClientTransport(new URL(options.url!));
-    const transport = new BoundedTransport(inner, { ...DEFAULT_MCP_BOUNDS, ...options.bounds });
+    const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    let transport: BoundedTransport | undefined;
+    const inner = launch
+      ? stdioTransport(options, launch)
+      : new StreamableHTTPClientTransport(new URL(options.url!), {
+          fetch: limitedFetch(maxBytes, () => transport?.breakProtocol("the server sent a response longer than the limit")),
+        });
+    transport = new BoundedTransport(inner, { ...DEFAULT_MCP_BOUNDS, ...options.bounds }, launch !== undefined);
     client.setNotificationHandler(ToolListChangedNotificationSchema, onListChanged);
     try {
       await client.connect(transport);
@@ -97,6 +104,30 @@ export function createRemoteConnection(options: ImportMcpServerOptions, launch: 
       ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
     });
   }
+}
+
+/**
+ * `fetch` whose response to a POST (a request's answer, JSON or an event stream) ends in an error
+ * once it passes `maxBytes`, before the SDK has parsed it; `onOver` breaks the connection.
+ */
+function limitedFetch(maxBytes: number, onOver: () => void): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    if (init?.method !== "POST" || response.body === null) return response;
+    let seen = 0;
+    const limited = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.byteLength;
+          if (seen > maxBytes) {
+            onOver();
+            controller.error(new Error("response over the limit"));
+          } else controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(limited, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
 }
 
 const LOCAL_CODES = new Set<number>([ErrorCode.ConnectionClosed, ErrorCode.RequestTimeout]);
