@@ -72,9 +72,10 @@ export function stdioLaunch(name: string, command: string, args: readonly string
   }
   const network = settings.network === true;
   const argv = [...(network ? [] : ["--unshare-net"]), "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"];
-  argv.push("--die-with-parent", "--new-session");
+  // The private mounts first: a directory bound after them shows through (a server kept under /tmp).
+  argv.push("--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
   for (const p of [...DEFAULT_SANDBOX_READ_ONLY_PATHS, ...(network ? ["/etc/resolv.conf"] : []), ...extra, where]) argv.push("--ro-bind-try", p, p);
-  argv.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", where, "--", command, ...args);
+  argv.push("--chdir", where, "--", command, ...args);
   return {
     command: bwrap,
     args: argv,
