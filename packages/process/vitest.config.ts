@@ -9,6 +9,8 @@ export default defineConfig({
     include: ["src/**/*.test.ts"],
     typecheck: { include: ["src/**/*.test-d.ts"], tsconfig: "./tsconfig.json" },
     globalSetup: ["./src/fixtures/global-setup.ts"],
+    // fast-check runs on a pinned seed (printed on failure; TOOLGATE_FC_SEED replays or changes it).
+    setupFiles: ["./src/fixtures/fast-check-setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Tests spawn real child processes on a small shared machine: keep it modest.

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { ToolError } from "@toolgate/core";
-import { encodeFrame, FrameDecoder, FrameError } from "../protocol/codec.js";
+import { encodeFrame, FrameDecoder } from "../protocol/codec.js";
 import {
   classifyToolMessage,
   PROTOCOL_VERSION,
@@ -260,19 +260,23 @@ export class ProcessSession {
     }
   }
 
+  /**
+   * Never throws: this runs in the stdout handler, where a throw would take the host down. The
+   * frames before a framing failure are read first (a result that arrived whole still counts),
+   * then the failure ends the session.
+   */
   private onStdout(chunk: Buffer): void {
     if (this.failure) return;
-    let frames: unknown[];
-    try {
-      frames = this.decoder.push(chunk);
-    } catch (error) {
-      const detail = error instanceof FrameError ? error.message : String(error);
-      return this.fail(new ToolError("protocol_error", `tool process broke the framing: ${detail}`, { cause: error }));
-    }
+    const { frames, error } = this.decoder.feed(chunk);
     for (const frame of frames) {
       if (this.failure) return;
-      this.onFrame(frame);
+      try {
+        this.onFrame(frame);
+      } catch (cause) {
+        return this.fail(new ToolError("protocol_error", `the host could not read a frame from the tool process: ${String(cause).slice(0, 200)}`, { cause }));
+      }
     }
+    if (error) this.fail(new ToolError("protocol_error", `tool process broke the framing: ${error.message}`, { cause: error }));
   }
 
   private onFrame(frame: unknown): void {
@@ -297,8 +301,12 @@ export class ProcessSession {
     switch (message.type) {
       case "ToolEvent": {
         const body = toolEventBodySchema.safeParse(message.event);
-        if (body.success) call.onEvent(body.data);
-        else this.spec.log("debug", `skipped a ToolEvent of unknown kind for ${message.call_id}`);
+        if (!body.success) return this.spec.log("debug", `skipped a ToolEvent of unknown kind for ${message.call_id}`);
+        try {
+          call.onEvent(body.data);
+        } catch {
+          // a progress listener's failure is the listener's, not the tool's: the call goes on
+        }
         return;
       }
       case "ToolResult":

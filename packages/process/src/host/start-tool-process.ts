@@ -96,10 +96,11 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     }
   };
 
-  if (sandbox.warning) {
+  const unsandboxed = sandbox.warning;
+  if (unsandboxed !== undefined) {
     // Said once, at start-up, where an operator looks: the log hook, or a process warning with a code.
-    if (options.onLog) log({ level: "warn", message: sandbox.warning });
-    else process.emitWarning(`tool process ${name}: ${sandbox.warning}`, { code: UNSANDBOXED_WARNING });
+    if (options.onLog) log({ level: "warn", message: unsandboxed });
+    else process.emitWarning(`tool process ${name}: ${unsandboxed}`, { code: UNSANDBOXED_WARNING });
   }
   const first = await launch();
   let session = first.session;

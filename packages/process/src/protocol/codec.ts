@@ -49,14 +49,25 @@ export class FrameDecoder {
     return this.buffered;
   }
 
-  /** Add bytes; returns the frames they complete, in order. */
+  /** Add bytes; returns the frames they complete, in order. Throws the framing failure, if any (frames before it in this chunk are then lost: use `feed`). */
   push(chunk: Uint8Array): unknown[] {
-    if (this.failed) throw this.failed;
+    const { frames, error } = this.feed(chunk);
+    if (error) throw error;
+    return frames;
+  }
+
+  /**
+   * Add bytes; never throws. Returns the frames they complete, in order, up to the first framing
+   * failure, and that failure. Once failed, every later call returns no frames and the same error.
+   * Holds at most one incomplete frame: fewer than 4 header bytes, or a body of at most `maxFrameBytes`.
+   */
+  feed(chunk: Uint8Array): { frames: unknown[]; error: FrameError | undefined } {
+    const frames: unknown[] = [];
+    if (this.failed) return { frames, error: this.failed };
     if (chunk.length > 0) {
       this.chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
       this.buffered += chunk.length;
     }
-    const frames: unknown[] = [];
     try {
       for (;;) {
         if (this.expected === undefined) {
@@ -76,9 +87,9 @@ export class FrameDecoder {
       this.failed = error instanceof FrameError ? error : new FrameError("invalid_json", String(error), { cause: error });
       this.chunks = [];
       this.buffered = 0;
-      throw this.failed;
+      this.expected = undefined;
     }
-    return frames;
+    return { frames, error: this.failed };
   }
 
   /** The stream ended: throws when it ended inside a header or a body. */

@@ -2,9 +2,9 @@ import { jsonBoundsProblem } from "@toolgate/core/boundary";
 import { z } from "zod";
 
 /**
- * The wire protocol between a host and a tool process, version "0.1" (compatible with existing
- * Aivyx PA tool processes). Every message is one frame: a 4-byte big-endian length, then that many
- * bytes of UTF-8 JSON, an object tagged by `type`.
+ * The tool-process protocol, version 0.1: the wire between a host and a tool process. Every
+ * message is one frame: a 4-byte big-endian length, then that many bytes of UTF-8 JSON, an object
+ * tagged by `type`.
  *
  * Host → tool: `ToolHello`, `InvokeTool`, `CancelInvocation`, `ToolShutdown`.
  * Tool → host: `ToolRegister` (exactly once, after the hello), `ToolEvent`, `ToolResult`,
