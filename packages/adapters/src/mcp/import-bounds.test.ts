@@ -66,6 +66,11 @@ describe("an imported server's results are bounded before the SDK reads them", (
     expect(Date.now() - started).toBeLessThan(3_000);
   });
 
+  it("a server that exits during a call fails that call, and the next call starts it again", async () => {
+    expect(await h.call("reply", { make: "exit" })).toMatchObject({ status: "error", code: "provider_unavailable", boundary: "effect_state_unknown" });
+    await stillServes();
+  });
+
   it("invalid UTF-8 is read as replacement characters, fenced like any output", async () => {
     const result = await h.call("reply", { make: "bad-utf8" });
     expect(result).toMatchObject({ status: "ok", untrusted: true });

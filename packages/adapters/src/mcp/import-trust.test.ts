@@ -134,8 +134,17 @@ describe('stdio servers start under bubblewrap by default (sandbox: "auto")', ()
 
   it('without bubblewrap, "auto" runs it unsandboxed and says so; "bubblewrap" refuses to start; "none" is the operator\'s choice', async () => {
     const missing = { kind: "auto", bwrapPath: path.join(dir, "no-bwrap") } as const;
+    const emitted: Error[] = [];
+    const listen = (w: Error) => emitted.push(w);
+    process.on("warning", listen);
     const h = await importHostile(probeEnv(), { sandbox: missing });
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off("warning", listen);
     try {
+      expect(emitted.map((w) => [(w as { code?: string }).code, w.message])).toContainEqual([
+        "TOOLGATE_MCP_UNSANDBOXED",
+        "MCP server hostile runs without a sandbox: bubblewrap (bwrap) was not found or cannot make a sandbox here",
+      ]);
       expect(h.imported.warnings).toContain("MCP server hostile runs without a sandbox: bubblewrap (bwrap) was not found or cannot make a sandbox here");
       expect(h.imported.isolation).toMatchObject({ network: "unrestricted", filesystem: "host" });
       // The isolation claimed is the one enforced: here the server does reach the host.

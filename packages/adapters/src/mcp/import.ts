@@ -78,7 +78,12 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
   const current = new Map<string, string | null>();
   const skipped: SkippedTool[] = [];
   const missing: string[] = [];
-  const warnings: string[] = launch?.warning === undefined ? [] : [launch.warning];
+  const warnings: string[] = [];
+  if (launch?.warning !== undefined) {
+    warnings.push(launch.warning);
+    // Said at start-up too, where an operator sees it even if nobody reads `warnings`.
+    process.emitWarning(launch.warning, { code: "TOOLGATE_MCP_UNSANDBOXED" });
+  }
   const manifests: AnyToolManifest[] = [];
   const idOf = new Map<string, string>();
 
