@@ -1,6 +1,8 @@
 import { chmodSync, existsSync } from "node:fs";
+import { resolve } from "node:path";
 import Database from "better-sqlite3";
 import { ToolError, type Journal } from "@toolgate/core";
+import { protectPath } from "@toolgate/core/boundary";
 import { type AuditKey } from "@toolgate/core/operator";
 import { auditKeyCheck, createJournal } from "@toolgate/core/store-kit";
 import { sqliteDriver } from "./driver.js";
@@ -55,6 +57,8 @@ export async function openSqliteJournal(path: string, options: SqliteJournalOpti
   let db: Database.Database;
   try {
     const created = path !== ":memory:" && !existsSync(path);
+    // The journal file and its write-ahead log are the gate's state: no filesystem tool may reach them.
+    if (path !== ":memory:" && path !== "") for (const file of [path, `${path}-wal`, `${path}-shm`]) protectPath(resolve(file));
     db = new Database(path, { timeout: busyTimeoutMs });
     // The journal holds (redacted) inputs and results: readable by its owner only.
     if (created) chmodSync(path, 0o600);
