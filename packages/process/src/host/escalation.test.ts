@@ -134,6 +134,28 @@ describe("a process's own text in errors and progress is plain and bounded, neve
     });
   });
 
+  it("status and log lines lose their controls and bidi characters; one over the bound is withheld whole, not cut", async () => {
+    const started = await startFixture("emit", { tools: { emit: { effect: "read", risk: "low" } } });
+    handles.push(started.handle);
+    const { gate, call } = gateOver(started.handle);
+    const event = (body: object) => ({ frame: JSON.stringify({ type: "ToolEvent", call_id: "$CALL", event: body }) });
+    const pieces = [
+      event({ kind: "Status", status: "a\u202Eb\r\nc\u200B" }),
+      event({ kind: "Status", status: `${"s".repeat(4090)}sk-live-0123456789` }),
+      event({ kind: "Log", level: "warn\u0000", message: "x\u001b[31my" }),
+      { frame: '{"type":"ToolResult","call_id":"$CALL","verified":"Unverified","output":1}' },
+    ];
+    const progress: unknown[] = [];
+    const script = Buffer.from(JSON.stringify({ pieces, cuts: [] })).toString("base64");
+    const result = await gate.invoke("fx.emit", { script }, { ...call, onProgress: (e) => progress.push(e) });
+    expect(result.status).toBe("ok");
+    expect(progress).toEqual([
+      { message: "ab c", data: { kind: "Status" } },
+      { message: "[status withheld: 4108 characters, over the 4096-character limit]", data: { kind: "Status" } },
+      { message: "x[31my", data: { kind: "Log", level: "warn" } },
+    ]);
+  });
+
   it("every process tool is marked untrusted, whatever the operator's settings say, so the gate fences its errors and previews", async () => {
     const started = await startFixture("good", { tools: { echo: { effect: "read", risk: "low", untrustedOutput: false } as never } });
     handles.push(started.handle);
