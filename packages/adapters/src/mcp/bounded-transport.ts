@@ -14,6 +14,7 @@
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js";
 import { jsonBoundsProblem, type JsonBounds } from "@toolgate/core/boundary";
+import { LineTooLongError } from "./stdio-transport.js";
 
 /** The JSON-RPC error code the bounded transport answers a call with when its response is over the bounds. */
 export const BOUNDS_ERROR_CODE = -32099;
@@ -68,7 +69,7 @@ export class BoundedTransport implements Transport {
       if (!this.breakOnError) return;
       // The inner message is not repeated: a parse error quotes the server's bytes.
       this.breakProtocol(
-        /exceeded maximum size/i.test(String(error?.message))
+        error instanceof LineTooLongError
           ? "the server sent a message longer than the limit"
           : "the server sent a line that is not a JSON-RPC message, or its stream failed",
       );

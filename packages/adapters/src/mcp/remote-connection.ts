@@ -4,7 +4,6 @@
  * call), and failures turned into typed errors with the server's own text kept out of the message.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
@@ -14,6 +13,7 @@ import { BOUNDS_ERROR_CODE, BoundedTransport, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT
 import type { ImportMcpServerOptions } from "./import-options.js";
 import { fencedRemoteText, type TextRedactor } from "./remote-output.js";
 import type { StdioLaunch } from "./remote-sandbox.js";
+import { StdioClientLineTransport } from "./stdio-transport.js";
 
 /** A connected client and the transport it reads through. */
 export interface LiveConnection {
@@ -51,7 +51,7 @@ export function createRemoteConnection(options: ImportMcpServerOptions, launch: 
     const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     let transport: BoundedTransport | undefined;
     const inner = launch
-      ? stdioTransport(options, launch)
+      ? stdioTransport(options, launch, maxBytes)
       : new StreamableHTTPClientTransport(new URL(options.url!), {
           fetch: limitedFetch(maxBytes, () => transport?.breakProtocol("the server sent a response longer than the limit")),
         });
@@ -86,21 +86,19 @@ export function createRemoteConnection(options: ImportMcpServerOptions, launch: 
     },
   };
 
-  function stdioTransport(o: ImportMcpServerOptions, how: StdioLaunch): StdioClientTransport {
-    // The SDK merges a default environment into whatever is given: unset every name not allowed.
-    const env: Record<string, string | undefined> = {};
-    for (const key of Object.keys(getDefaultEnvironment())) env[key] = undefined;
+  function stdioTransport(o: ImportMcpServerOptions, how: StdioLaunch, maxLineBytes: number): StdioClientLineTransport {
+    const env: Record<string, string> = {};
     for (const key of o.inheritEnv ?? ["PATH"]) {
       const value = process.env[key];
       if (value !== undefined) env[key] = value;
     }
     Object.assign(env, o.env ?? {});
-    return new StdioClientTransport({
+    return new StdioClientLineTransport({
       command: how.command,
-      args: [...how.args],
-      env: env as Record<string, string>,
+      args: how.args,
+      env,
       stderr: o.stderr ?? "ignore",
-      maxBufferSize: o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+      maxLineBytes,
       ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
     });
   }
