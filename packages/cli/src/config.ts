@@ -14,6 +14,8 @@ export interface ComposeContext {
   readonly secrets: string[];
   /** The token vault named by the configuration, for a connector runtime; undefined without one. */
   readonly vault: TokenVault | undefined;
+  /** The state directory (protected: no filesystem tool reaches it); for anything else of the gate's own a composition keeps. */
+  readonly stateDir: string;
 }
 
 /** Everything the gate is built from. Returned by a composition file's `compose()`. */
@@ -39,8 +41,8 @@ const journalSchema = z.union(
 /** A key kept in a file or an environment variable. */
 const keySourceSchema = z.union([z.object({ file: z.string() }), z.object({ env: z.string() })], { error: 'must be { "file": path } or { "env": name }' });
 
-/** The token vault: an encrypted file and where its key comes from (never beside it). */
-const vaultSchema = z.object({ file: z.string(), key: keySourceSchema }, { error: 'must be { "file": path, "key": … }' });
+/** The token vault: an encrypted file (default `tokens.vault` in the state directory) and where its key comes from (never beside it). */
+const vaultSchema = z.object({ file: z.string().optional(), key: keySourceSchema }, { error: 'must be { "file"?: path, "key": … }' });
 
 /**
  * `toolgate.config.json`: profiles and journal, families named by the package that makes them
@@ -52,9 +54,16 @@ const jsonConfigSchema = z.object(
       error: 'must be an array of { "package": name } entries',
     }),
     profiles: z.array(profileSchema, { error: "must be an array of profiles" }),
-    /** Default `{ sqlite: ".toolgate/journal.db" }`. */
+    /**
+     * The state directory (relative to this file, or absolute): the journal, audit key, vault and
+     * grant files live there unless configured elsewhere. Default outside the project:
+     * `$XDG_STATE_HOME/toolgate/<project>-<8 hex>` (else `~/.local/state/…`), created 0700. Every
+     * state path, wherever it is, is protected: no filesystem tool can reach it.
+     */
+    state: z.string({ error: "must be a directory path" }).optional(),
+    /** Default `{ sqlite: "<state>/journal.db" }`. */
     journal: journalSchema.optional(),
-    /** Where the audit HMAC key lives; default `.toolgate/audit.key` (created 0600 when missing). */
+    /** Where the audit HMAC key lives; default `<state>/audit.key` (created 0600 when missing). */
     auditKey: keySourceSchema.optional(),
     vault: vaultSchema.optional(),
     /** Defaults for `toolgate call`. */
@@ -73,8 +82,8 @@ export type ToolgateConfig = Readonly<Omit<z.output<typeof jsonConfigSchema>, "f
   /** Build the families (and their connectors, verifier, workspace) for one run. */
   readonly compose: (context: ComposeContext) => Promise<Composition> | Composition;
   readonly profiles: readonly Profile[];
-  /** The token vault: an encrypted file and where its key comes from (never beside it). */
-  readonly vault?: { readonly file: string; readonly key: VaultKeySource };
+  /** The token vault: an encrypted file (default `<state>/tokens.vault`) and where its key comes from (never beside it). */
+  readonly vault?: { readonly file?: string; readonly key: VaultKeySource };
 };
 
 export function defineConfig(config: ToolgateConfig): ToolgateConfig {
@@ -131,9 +140,10 @@ async function fromJson(path: string): Promise<ToolgateConfig> {
   const baseDir = dirname(path);
   return {
     profiles: parsed.profiles,
+    ...(parsed.state === undefined ? {} : { state: parsed.state }),
     ...(parsed.journal ? { journal: parsed.journal } : {}),
     ...(parsed.auditKey ? { auditKey: parsed.auditKey } : {}),
-    ...(parsed.vault ? { vault: parsed.vault } : {}),
+    ...(parsed.vault ? { vault: { key: parsed.vault.key, ...(parsed.vault.file === undefined ? {} : { file: parsed.vault.file }) } } : {}),
     ...(parsed.principal ? { principal: parsed.principal } : {}),
     ...(parsed.tenant ? { tenant: parsed.tenant } : {}),
     async compose() {

@@ -1,16 +1,19 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
-import { dirname, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { ToolError, createGate, createMemoryJournal, createToolRegistry, type Gate, type Journal, type Profile, type ToolRegistry } from "@toolgate/core";
 import { createFileVault, type TokenVault } from "@toolgate/core/connectors";
 import { withConfiguredWitness } from "./commands/audit.js";
 import { findConfig, loadConfig, type Composition, type ToolgateConfig } from "./config.js";
+import { openStateDir, protectStatePaths } from "./state.js";
 
 /** One composed run of the CLI: the gate and everything it was built from. */
 export interface Runtime {
   readonly configPath: string;
   readonly baseDir: string;
+  /** Where the gate's state lives (journal, audit key, vault, grants by default); protected. */
+  readonly stateDir: string;
   readonly config: ToolgateConfig;
   readonly registry: ToolRegistry;
   readonly gate: Gate;
@@ -34,13 +37,17 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
   const configPath = findConfig(options.cwd, options.configPath);
   const baseDir = dirname(configPath);
   const config = await loadConfig(configPath);
-  const auditKey = await readAuditKey(baseDir, config.auditKey);
-  const journal = withConfiguredWitness(await openJournal(baseDir, config.journal, auditKey), baseDir, config.journal, auditKey);
+  // Every path of the gate's state is protected before any of it is opened or any family is composed.
+  const stateDir = openStateDir(baseDir, config.state);
+  const paths = statePaths(baseDir, stateDir, config);
+  protectStatePaths(baseDir, [paths.journal, paths.auditKey, paths.vault, paths.vaultKey, paths.witness]);
+  const auditKey = await readAuditKey(baseDir, config.auditKey, stateDir);
+  const journal = withConfiguredWitness(await openJournal(baseDir, config.journal, auditKey, stateDir), baseDir, config.journal, auditKey);
   const secrets: string[] = [];
-  const vault = openVault(baseDir, config.vault);
+  const vault = openVault(baseDir, config.vault, stateDir);
   let composition: Composition;
   try {
-    composition = await config.compose({ baseDir, secrets, vault });
+    composition = await config.compose({ baseDir, secrets, vault, stateDir });
   } catch (cause) {
     await journal.close();
     throw cause;
@@ -58,6 +65,7 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
   return {
     configPath,
     baseDir,
+    stateDir,
     config,
     registry,
     gate,
@@ -80,14 +88,27 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
   };
 }
 
-/** The audit key: from the environment, or a 0600 key file created on first use. */
-export async function readAuditKey(baseDir: string, where: ToolgateConfig["auditKey"]): Promise<Buffer> {
+/** The files of the gate's state the configuration names or defaults to (undefined: kept elsewhere, or none). */
+function statePaths(baseDir: string, stateDir: string, config: ToolgateConfig) {
+  const journal = config.journal;
+  const kept = (file: string | undefined, fallback: string) => resolve(baseDir, file ?? join(stateDir, fallback));
+  return {
+    journal: journal && !("sqlite" in journal) ? undefined : kept(journal?.sqlite, "journal.db"),
+    auditKey: config.auditKey && "env" in config.auditKey ? undefined : kept(config.auditKey?.file, "audit.key"),
+    vault: config.vault ? kept(config.vault.file, "tokens.vault") : undefined,
+    vaultKey: config.vault && "file" in config.vault.key ? resolve(baseDir, config.vault.key.file) : undefined,
+    witness: journal?.witness ? resolve(baseDir, journal.witness) : undefined,
+  };
+}
+
+/** The audit key: from the environment, or a 0600 key file (default in the state directory) created on first use. */
+export async function readAuditKey(baseDir: string, where: ToolgateConfig["auditKey"], stateDir: string): Promise<Buffer> {
   if (where && "env" in where) {
     const value = process.env[where.env];
     if (!value) throw new ToolError("config_invalid", `the audit key variable ${where.env} is not set`);
     return Buffer.from(value, "utf8");
   }
-  const path = resolve(baseDir, where && "file" in where ? where.file : ".toolgate/audit.key");
+  const path = resolve(baseDir, where && "file" in where ? where.file : join(stateDir, "audit.key"));
   if (!existsSync(path)) {
     await mkdir(dirname(path), { recursive: true, mode: 0o700 });
     await writeFile(path, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600, flag: "wx" }).catch((error: NodeJS.ErrnoException) => {
@@ -104,19 +125,19 @@ export async function readAuditKey(baseDir: string, where: ToolgateConfig["audit
   return Buffer.from(key, "utf8");
 }
 
-function openVault(baseDir: string, where: ToolgateConfig["vault"]): TokenVault | undefined {
+function openVault(baseDir: string, where: ToolgateConfig["vault"], stateDir: string): TokenVault | undefined {
   if (!where) return undefined;
   const key = "file" in where.key ? { file: resolve(baseDir, where.key.file) } : where.key;
-  return createFileVault({ path: resolve(baseDir, where.file), key });
+  return createFileVault({ path: resolve(baseDir, where.file ?? join(stateDir, "tokens.vault")), key });
 }
 
-async function openJournal(baseDir: string, where: ToolgateConfig["journal"], auditKey: Buffer): Promise<Journal> {
+async function openJournal(baseDir: string, where: ToolgateConfig["journal"], auditKey: Buffer, stateDir: string): Promise<Journal> {
   if (where && "memory" in where) return createMemoryJournal({ auditKey });
   if (where && "postgres" in where) {
     const { connectPostgresJournal } = await import("@toolgate/store-postgres");
     return connectPostgresJournal(where.postgres, { auditKey });
   }
-  const path = resolve(baseDir, where && "sqlite" in where ? where.sqlite : ".toolgate/journal.db");
+  const path = resolve(baseDir, where && "sqlite" in where ? where.sqlite : join(stateDir, "journal.db"));
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const { openSqliteJournal } = await import("@toolgate/store-sqlite");
   return openSqliteJournal(path, { auditKey });

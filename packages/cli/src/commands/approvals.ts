@@ -5,13 +5,17 @@ import type { ApprovalGrant, ApprovalRequest, ApprovalStatus } from "@toolgate/c
 import { CliFailure, EXIT, parseDuration, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
+/** Where approved grants wait: `grants/` in the state directory (protected, mode 0700). */
+export const grantsDir = (runtime: Runtime): string => join(runtime.stateDir, "grants");
+
 /**
- * Grants approved on this machine wait in `.toolgate/grants/` (mode 0600) until the same call is
- * made again; the call picks its grant up by request id, so the human approves, the caller re-runs.
+ * Grants approved on this machine wait in the state directory's `grants/` (mode 0600) until the
+ * same call is made again; the call picks its grant up by request id, so the human approves, the
+ * caller re-runs. No filesystem tool can read or plant one there: the state directory is protected.
  */
 export function grantPath(runtime: Runtime, requestId: string): string {
   if (!/^apr_[0-9a-f-]+$/.test(requestId)) throw new CliFailure(`not an approval request id: ${requestId}`, EXIT.usage);
-  return join(runtime.baseDir, ".toolgate", "grants", `${requestId}.json`);
+  return join(grantsDir(runtime), `${requestId}.json`);
 }
 
 interface StoredGrant {
@@ -27,7 +31,7 @@ interface StoredGrant {
  * waits; it is removed as it is taken, so it is offered once.
  */
 export async function takeGrant(runtime: Runtime, call: Omit<StoredGrant, "grant">): Promise<ApprovalGrant | undefined> {
-  const dir = join(runtime.baseDir, ".toolgate", "grants");
+  const dir = grantsDir(runtime);
   if (!existsSync(dir)) return undefined;
   for (const name of await readdir(dir)) {
     if (!name.endsWith(".json")) continue;
@@ -87,7 +91,7 @@ export async function approvalsApprove(runtime: Runtime, id: string, options: { 
   if (!request) throw new CliFailure(`no approval request ${id}`, EXIT.failed, "toolgate approvals list shows the pending ones");
   const grant = await runtime.gate.approvals.grant(id, { approver: options.approver, ttlMs: parseDuration(options.ttl) });
   const stored: StoredGrant = { grant, toolId: request.toolId, inputHash: request.inputHash, principal: request.principal, tenant: request.tenant };
-  await mkdir(join(runtime.baseDir, ".toolgate", "grants"), { recursive: true, mode: 0o700 });
+  await mkdir(grantsDir(runtime), { recursive: true, mode: 0o700 });
   await writeFile(path, JSON.stringify(stored), { mode: 0o600 });
   io.out(`approved ${id} for ${grant.toolId} until ${grant.expiresAt}; run the same call again to use it (once)`);
   return EXIT.ok;

@@ -27,6 +27,6 @@ export async function inventoryCommand(runtime: Runtime, options: { profile?: st
       ]),
     ),
   );
-  io.out(`\n${tools.length} tool${tools.length === 1 ? "" : "s"}; registry ${inventory.fingerprint.slice(0, 16)}`);
+  io.out(`\n${tools.length} tool${tools.length === 1 ? "" : "s"}; registry ${inventory.fingerprint.slice(0, 16)}; state ${runtime.stateDir} (protected)`);
   return EXIT.ok;
 }
