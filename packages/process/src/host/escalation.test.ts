@@ -156,6 +156,25 @@ describe("a process's own text in errors and progress is plain and bounded, neve
     ]);
   });
 
+  it("the tool's bytes quoted in a protocol error (an unknown call_id, JSON.parse's snippet) are plain too", async () => {
+    const started = await startFixture("emit", { tools: { emit: { effect: "read", risk: "low" } }, restart: { maxRestarts: 1, backoffMs: 1 } });
+    handles.push(started.handle);
+    const { gate, call } = gateOver(started.handle);
+    const run = (pieces: object[]) => gate.invoke("fx.emit", { script: Buffer.from(JSON.stringify({ pieces, cuts: [] })).toString("base64") }, call);
+    const unknown = await run([{ frame: '{"type":"ToolResult","call_id":"\\u202Enobody\\u0007","verified":"Verified","output":1}' }]);
+    expect(unknown).toMatchObject({ code: "protocol_error", message: 'fx.emit: tool process sent ToolResult for unknown call_id "nobody\\u0007"' });
+    await eventually(
+      () => started.handle.status().state,
+      (s) => s === "ready",
+    );
+    const body = Buffer.from("\u202E\u2066x");
+    const garbled = await run([{ raw: Buffer.concat([Buffer.from([0, 0, 0, body.length]), body]).toString("base64") }]);
+    expect(garbled).toMatchObject({ code: "protocol_error" });
+    expect((garbled as { message: string }).message).toMatch(
+      /^fx\.emit: tool process broke the framing: frame of 7 bytes is not valid JSON: [^\u202E\u2066]*$/,
+    );
+  });
+
   it("every process tool is marked untrusted, whatever the operator's settings say, so the gate fences its errors and previews", async () => {
     const started = await startFixture("good", { tools: { echo: { effect: "read", risk: "low", untrustedOutput: false } as never } });
     handles.push(started.handle);

@@ -10,6 +10,10 @@ import {
   type ToolRegister,
   type VerificationState,
 } from "../protocol/messages.js";
+import { plainLine } from "./untrusted-text.js";
+
+/** Tool text quoted in the host's own messages: plain, and withheld whole when long (see untrusted-text.ts). */
+const told = (text: string): string => plainLine(text, 1000, "the tool's text");
 
 /** How one call ended, as the tool said it. Process failures reject instead. */
 export type CallOutcome =
@@ -276,13 +280,14 @@ export class ProcessSession {
         return this.fail(new ToolError("protocol_error", `the host could not read a frame from the tool process: ${String(cause).slice(0, 200)}`, { cause }));
       }
     }
-    if (error) this.fail(new ToolError("protocol_error", `tool process broke the framing: ${error.message}`, { cause: error }));
+    // A framing error can quote the tool's bytes (JSON.parse names the text it stopped at): made plain like all its text.
+    if (error) this.fail(new ToolError("protocol_error", `tool process broke the framing: ${told(error.message)}`, { cause: error }));
   }
 
   private onFrame(frame: unknown): void {
     const read = classifyToolMessage(frame);
-    if (read.kind === "unknown") return this.spec.log("debug", `skipped a frame of unknown type ${JSON.stringify(read.type)}`);
-    if (read.kind === "malformed") return this.fail(new ToolError("protocol_error", `tool process sent a bad frame: ${read.problem}`));
+    if (read.kind === "unknown") return this.spec.log("debug", `skipped a frame of unknown type ${told(JSON.stringify(read.type))}`);
+    if (read.kind === "malformed") return this.fail(new ToolError("protocol_error", `tool process sent a bad frame: ${told(read.problem)}`));
     const message = read.message;
     if (message.type === "ToolRegister") {
       if (this.registration) return this.fail(new ToolError("protocol_error", "tool process sent a second ToolRegister"));
@@ -295,13 +300,13 @@ export class ProcessSession {
     const call = this.pending.get(message.call_id);
     if (!call) {
       return this.fail(
-        new ToolError("protocol_error", `tool process sent ${message.type} for unknown call_id ${JSON.stringify(message.call_id.slice(0, 64))}`),
+        new ToolError("protocol_error", `tool process sent ${message.type} for unknown call_id ${told(JSON.stringify(message.call_id.slice(0, 64)))}`),
       );
     }
     switch (message.type) {
       case "ToolEvent": {
         const body = toolEventBodySchema.safeParse(message.event);
-        if (!body.success) return this.spec.log("debug", `skipped a ToolEvent of unknown kind for ${message.call_id}`);
+        if (!body.success) return this.spec.log("debug", `skipped a ToolEvent of unknown kind for ${told(message.call_id)}`);
         try {
           call.onEvent(body.data);
         } catch {
