@@ -11,7 +11,9 @@ import { createNotionTools, NOTION_WRITE_CONSENT } from "@toolgate/tools-notion"
 import { createRepoTools } from "@toolgate/tools-repo";
 
 export default {
-  journal: { sqlite: ".toolgate/journal.db" },
+  // The journal, audit key and grants live in the state directory: by default outside this project
+  // ($XDG_STATE_HOME/toolgate/<project>-<hash>), so outside the repo family's root, and protected
+  // wherever it is (`toolgate inventory` prints it).
   profiles: [
     defineProfile({ name: "reader", allow: ["repo:read", "gmail:read", "calendar:read", "notion:read"], maxRisk: "low" }),
     defineProfile({

@@ -7,6 +7,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createGate, createToolRegistry, defineProfile } from "@toolgate/core";
+import { protectPath } from "@toolgate/core/boundary";
 import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
 import { verifyAuditChain } from "@toolgate/core/operator";
 import { createGoogleConnector } from "@toolgate/connector-google";
@@ -52,6 +53,8 @@ function indent(text, prefix = "   | ") {
 const stateDir = join(root, ".toolgate", "demo");
 rmSync(stateDir, { recursive: true, force: true });
 mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+// The demo keeps its state inside the project, so it protects it: no repo tool can read or write it.
+protectPath(stateDir);
 const OWNER = "you@example.test";
 
 const google = await startGoogleEmulator({
@@ -146,7 +149,11 @@ const auditKey = randomBytes(32);
 const journal = await openSqliteJournal(join(stateDir, "journal.db"), { auditKey, synchronous: "normal" });
 const registry = createToolRegistry({
   families: [
-    createRepoTools({ root, checks: { syntax: { argv: ["node", "--check", "scripts/demo.mjs"], description: "syntax check of the demo script" } } }),
+    createRepoTools({
+      root,
+      // Sandboxed (bubblewrap) like every check; this one the operator lets run without asking.
+      checks: { syntax: { argv: ["node", "--check", "scripts/demo.mjs"], description: "syntax check of the demo script", approval: "none" } },
+    }),
     createGmailTools({ rootUrl: google.url, from: OWNER, recipientAllowlist: ["@example.test"] }),
     createCalendarTools({ rootUrl: google.url }),
     createNotionTools(),
@@ -210,8 +217,15 @@ try {
 
   step("Run a check the operator declared (no shell, allowlisted argv)");
   const check = await gate.invoke("repo.check", { check: "syntax" }, as(assistant));
-  decided(check);
-  expect(check.status === "ok" && check.output.exitCode === 0, `node --check exited ${check.output?.exitCode}`);
+  decided(check, check.status === "ok" ? "in the sandbox: no network, the tree read-only, the gate's state hidden" : undefined);
+  if (check.status === "error" && check.details?.reason === "no_sandbox")
+    expect(true, "refused: bubblewrap is not installed here, and checks never run uncontained by default");
+  else expect(check.status === "ok" && check.output.exitCode === 0, `node --check exited ${check.output?.exitCode}`);
+
+  step("Try to read the gate's own state through the repository");
+  const stolen = await gate.invoke("repo.read_file", { path: ".toolgate/demo/journal.db" }, as(assistant));
+  decided(stolen, "the state directory is protected: no filesystem tool reaches it");
+  expect(stolen.status === "error" && stolen.code === "path_escape", `refused with ${stolen.code}`);
 
   step("Search the mailbox");
   const inbox = await gate.invoke("gmail.search_messages", { query: "is:unread" }, as(assistant));
