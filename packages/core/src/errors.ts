@@ -40,6 +40,14 @@ export const TOOL_ERROR_CODES = {
   idempotency_in_flight: { kind: "call", summary: "A call with this idempotency key is still running." },
   effect_state_unknown: { kind: "call", summary: "An earlier attempt may or may not have taken effect; an operator must resolve it." },
   journal_failed: { kind: "call", summary: "The journal could not record the call, so it was not run." },
+  output_pruned: {
+    kind: "call",
+    summary: "The call already completed under this idempotency key, but its recorded output was pruned, so it cannot be replayed.",
+  },
+  journal_tampered: {
+    kind: "call",
+    summary: "A stored journal row fails its seal (edited, re-stated, copied or inserted outside the journal); it was not used.",
+  },
 
   // execution
   cancelled: { kind: "call", summary: "The call was cancelled through its signal." },

@@ -32,9 +32,10 @@ export interface RecoveredEntry {
   /**
    * `replayed`: an idempotent tool ran again with the same key; `unknown`: a side-effectful tool
    * that cannot be replayed safely, left for an operator; `failed`: a read, or a replay that failed;
-   * `skipped`: needs a gate to replay (journal-only recovery).
+   * `skipped`: needs a gate to replay (journal-only recovery); `tampered`: the stored entry fails its
+   * seal, so it was not replayed (recorded as a `journal.tampered` event; see `verifyJournalRows`).
    */
-  readonly action: "replayed" | "unknown" | "failed" | "skipped";
+  readonly action: "replayed" | "unknown" | "failed" | "skipped" | "tampered";
   readonly detail?: string;
 }
 
@@ -44,6 +45,7 @@ export interface RecoveryReport {
   readonly unknown: number;
   readonly failed: number;
   readonly skipped: number;
+  readonly tampered: number;
   readonly entries: readonly RecoveredEntry[];
 }
 
@@ -74,6 +76,7 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
   for (;;) {
     if (options.signal?.aborted) break;
     const now = clock();
+    const tampered: RecoveredEntry[] = [];
     const batch = (
       await journal.claimOutbox({
         states: ["pending"],
@@ -82,8 +85,15 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
         claimant,
         at: new Date(now).toISOString(),
         leaseUntil: new Date(now + leaseMs).toISOString(),
+        // Never replayed: the claim records it and moves it out of every later claim's reach.
+        onTampered: (key, problem) => tampered.push({ key, toolId: "", action: "tampered", detail: problem }),
       })
     ).filter((e) => !skippedKeys.has(e.key));
+    for (const outcome of tampered) {
+      entries.push(outcome);
+      options.onEntry?.(outcome, entries.length);
+    }
+    if (batch.length === 0 && tampered.length > 0) continue;
     if (batch.length === 0) break;
     claimed += batch.length;
     for (const entry of batch) {
@@ -141,7 +151,15 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
   }
 
   const count = (action: RecoveredEntry["action"]) => entries.filter((e) => e.action === action).length;
-  return { claimed, replayed: count("replayed"), unknown: count("unknown"), failed: count("failed"), skipped: count("skipped"), entries };
+  return {
+    claimed,
+    replayed: count("replayed"),
+    unknown: count("unknown"),
+    failed: count("failed"),
+    skipped: count("skipped"),
+    tampered: count("tampered"),
+    entries,
+  };
 }
 
 export interface ResolveOutboxOptions {

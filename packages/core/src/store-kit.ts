@@ -5,7 +5,18 @@
  */
 export { createJournal } from "./journal/create-journal.js";
 export type { CreateJournalOptions } from "./journal/create-journal.js";
-export type { JournalDriver, JournalTransaction, TransactionReads, OutboxClaim, StoredEntry, StoredRequest, AuditHead, ListFilter } from "./journal/driver.js";
+export type {
+  JournalDriver,
+  JournalTransaction,
+  TransactionReads,
+  OutboxClaim,
+  StoredEntry,
+  StoredRequest,
+  StoredRow,
+  RowEvent,
+  AuditHead,
+  ListFilter,
+} from "./journal/driver.js";
 export { verifyAuditChain, computeAuditMac, chainAuditEvent, sealAuditEvent, unsealAuditEvent, auditPayload } from "./journal/audit-chain.js";
 export type { SealedAuditEvent, AuditChainVerdict, VerifyAuditChainOptions, AuditKey } from "./journal/audit-chain.js";
 export { auditKeyCheck } from "./journal/events.js";

@@ -4,8 +4,10 @@ import {
   type JournalDriver,
   type JournalTransaction,
   type ListFilter,
+  type RowEvent,
   type StoredEntry,
   type StoredRequest,
+  type StoredRow,
   type TransactionReads,
 } from "@toolgate/core/store-kit";
 
@@ -25,6 +27,18 @@ interface QueuedOp {
   readonly reject: (reason: unknown) => void;
 }
 
+/** A row with its subject's latest audit link, as the queries below select it. */
+interface RowResult {
+  readonly id: string;
+  readonly text: string | null;
+  readonly seq: string | null;
+  readonly prev_mac: string | null;
+}
+
+const latestOf = (r: { seq: string | null; prev_mac: string | null }): RowEvent | undefined =>
+  r.seq === null ? undefined : { seq: Number(r.seq), prevMac: r.prev_mac! };
+const rowOf = (r: RowResult): StoredRow => ({ id: r.id, text: r.text ?? undefined, latest: latestOf(r) });
+
 /** A failure of the database itself inside a batch. */
 class BatchFailure {
   constructor(readonly cause: unknown) {}
@@ -41,17 +55,29 @@ const MAX_ATTEMPTS = 5;
 export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): JournalDriver {
   const { schema, maxBatch } = options;
   const s = `"${schema}"`;
+  // The latest link whose subject is the row: one lookup in the audit_subject index per row.
+  const latest = (subject: string): string =>
+    `LEFT JOIN LATERAL (SELECT seq, prev_mac FROM ${s}.audit WHERE subject = ${subject} ORDER BY seq DESC LIMIT 1) a ON true`;
+  const entryRows = `SELECT o.key AS id, o.entry AS text, a.seq, a.prev_mac FROM ${s}.outbox o ${latest("'entry:' || o.key")}`;
+  const requestRows = `SELECT o.request_id AS id, o.request AS text, a.seq, a.prev_mac FROM ${s}.approvals o ${latest("'request:' || o.request_id")}`;
   const q = {
     beginAndLockHead: `BEGIN; SELECT seq, mac FROM ${s}.audit_head WHERE id = 1 FOR UPDATE`,
     head: `SELECT seq, mac FROM ${s}.audit_head WHERE id = 1`,
-    readAudit: `SELECT seq, payload, prev_mac, mac FROM ${s}.audit WHERE seq > $1 ORDER BY seq LIMIT $2`,
-    fetch: `SELECT 'e' AS kind, key AS id, entry AS body, NULL AS status, NULL AS input_hash, id AS ord FROM ${s}.outbox WHERE key = ANY($1::text[])
+    readAudit: `SELECT seq, subject, payload, prev_mac, mac FROM ${s}.audit WHERE seq > $1 ORDER BY seq LIMIT $2`,
+    // Every declared row with its latest link, in one round trip: entries by key (stored or not),
+    // requests by id or pending input hash, and declared requests that are not stored but have a link.
+    fetch: `SELECT 'e' AS kind, k.id, o.entry AS body, NULL::text AS status, NULL::text AS input_hash, o.id AS ord, a.seq, a.prev_mac
+      FROM unnest($1::text[]) AS k(id) LEFT JOIN ${s}.outbox o ON o.key = k.id ${latest("'entry:' || k.id")}
       UNION ALL
-      SELECT 'r', request_id, request, status, input_hash, id FROM ${s}.approvals WHERE request_id = ANY($2::text[]) OR (status = 'pending' AND input_hash = ANY($3::text[]))
+      SELECT 'r', o.request_id, o.request, o.status, o.input_hash, o.id, a.seq, a.prev_mac FROM ${s}.approvals o ${latest("'request:' || o.request_id")}
+      WHERE o.request_id = ANY($2::text[]) OR (o.status = 'pending' AND o.input_hash = ANY($3::text[]))
+      UNION ALL
+      SELECT 'm', k.id, NULL, NULL, NULL, NULL, a.seq, a.prev_mac FROM unnest($2::text[]) AS k(id) ${latest("'request:' || k.id")}
+      WHERE a.seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${s}.approvals WHERE request_id = k.id)
       ORDER BY kind, ord`,
     write: `WITH appended AS (
-        INSERT INTO ${s}.audit (seq, payload, prev_mac, mac)
-        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])
+        INSERT INTO ${s}.audit (seq, subject, payload, prev_mac, mac)
+        SELECT * FROM unnest($1::bigint[], $15::text[], $2::text[], $3::text[], $4::text[])
       ), entries AS (
         INSERT INTO ${s}.outbox (key, state, updated_ms, entry)
         SELECT key, state, updated_ms, entry FROM unnest($5::text[], $6::text[], $7::double precision[], $8::text[]) WITH ORDINALITY AS u(key, state, updated_ms, entry, n)
@@ -64,11 +90,11 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
         ON CONFLICT (request_id) DO UPDATE SET status = EXCLUDED.status, request = EXCLUDED.request
       )
       UPDATE ${s}.audit_head SET seq = $13, mac = $14 WHERE id = 1`,
-    getEntry: `SELECT entry FROM ${s}.outbox WHERE key = $1`,
-    listEntries: `SELECT entry FROM ${s}.outbox WHERE ($1::text[] IS NULL OR state = ANY($1)) ORDER BY id LIMIT $2`,
-    claimable: `SELECT key, entry FROM ${s}.outbox WHERE state = ANY($1) AND updated_ms < $2 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`,
-    getRequest: `SELECT request FROM ${s}.approvals WHERE request_id = $1`,
-    listRequests: `SELECT request FROM ${s}.approvals WHERE ($1::text[] IS NULL OR status = ANY($1)) ORDER BY id LIMIT $2`,
+    getEntry: `SELECT k.id, o.entry AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS id) k LEFT JOIN ${s}.outbox o ON o.key = k.id ${latest("'entry:' || k.id")}`,
+    listEntries: `${entryRows} WHERE ($1::text[] IS NULL OR o.state = ANY($1)) ORDER BY o.id LIMIT $2`,
+    claimable: `${entryRows} WHERE o.state = ANY($1) AND o.updated_ms < $2 ORDER BY o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED`,
+    getRequest: `SELECT k.id, o.request AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS id) k LEFT JOIN ${s}.approvals o ON o.request_id = k.id ${latest("'request:' || k.id")}`,
+    listRequests: `${requestRows} WHERE ($1::text[] IS NULL OR o.status = ANY($1)) ORDER BY o.id LIMIT $2`,
   };
   const failure = (cause: unknown): ToolError =>
     ToolError.is(cause)
@@ -115,28 +141,46 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           }
           const entries = new Map<string, string>();
           const requests = new Map<string, StoredRequest>();
+          // Each row's latest link, as fetched and as this batch's appends move it.
+          const latestLinks = new Map<string, RowEvent>();
+          const seen = (subject: string, event: RowEvent | undefined): void => void (event && latestLinks.set(subject, event));
           // A claim runs alone in its batch: rows someone else holds are skipped, never waited for,
           // so concurrent claims stay disjoint.
           const claim = batch[0]!.reads.claim;
           const claimed: string[] = [];
           if (claim) {
-            const rows = (await client.query<{ key: string; entry: string }>(q.claimable, [claim.states, claim.updatedBeforeMs, claim.limit])).rows;
-            for (const r of rows) claimed.push(r.entry);
-          }
-          if (declared.entries.size + declared.requests.size + declared.pending.size > 0) {
-            const fetched = await client.query<{ kind: string; id: string; body: string; status: StoredRequest["status"]; input_hash: string }>(q.fetch, [
-              [...declared.entries],
-              [...declared.requests],
-              [...declared.pending],
-            ]);
-            for (const r of fetched.rows) {
-              if (r.kind === "e") entries.set(r.id, r.body);
-              else requests.set(r.id, { id: r.id, status: r.status, inputHash: r.input_hash, text: r.body });
+            const rows = (await client.query<RowResult>(q.claimable, [claim.states, claim.updatedBeforeMs, claim.limit])).rows;
+            for (const r of rows) {
+              claimed.push(r.id);
+              entries.set(r.id, r.text!);
+              seen(`entry:${r.id}`, latestOf(r));
             }
           }
+          if (declared.entries.size + declared.requests.size + declared.pending.size > 0) {
+            const fetched = await client.query<{
+              kind: string;
+              id: string;
+              body: string | null;
+              status: StoredRequest["status"];
+              input_hash: string;
+              seq: string | null;
+              prev_mac: string | null;
+            }>(q.fetch, [[...declared.entries], [...declared.requests], [...declared.pending]]);
+            for (const r of fetched.rows) {
+              if (r.kind === "e") {
+                if (r.body !== null) entries.set(r.id, r.body);
+                seen(`entry:${r.id}`, latestOf(r));
+              } else {
+                if (r.kind === "r") requests.set(r.id, { id: r.id, status: r.status, inputHash: r.input_hash, text: r.body! });
+                seen(`request:${r.id}`, latestOf(r));
+              }
+            }
+          }
+          const entryRow = (key: string): StoredRow => ({ id: key, text: entries.get(key), latest: latestLinks.get(`entry:${key}`) });
+          const requestRow = (id: string): StoredRow => ({ id, text: requests.get(id)?.text, latest: latestLinks.get(`request:${id}`) });
           const dirtyEntries = new Map<string, StoredEntry>();
           const dirtyRequests = new Map<string, StoredRequest>();
-          const audit = { seqs: [] as number[], payloads: [] as string[], prevMacs: [] as string[], macs: [] as string[] };
+          const audit = { seqs: [] as number[], subjects: [] as (string | null)[], payloads: [] as string[], prevMacs: [] as string[], macs: [] as string[] };
           const check = (set: Set<string>, id: string, what: string): void => {
             if (!set.has(id)) throw new Error(`the journal read ${what} ${id} it did not declare`);
           };
@@ -144,6 +188,8 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
             head: () => head,
             appendAudit(sealed) {
               audit.seqs.push(sealed.seq);
+              audit.subjects.push(sealed.subject ?? null);
+              if (sealed.subject !== undefined) latestLinks.set(sealed.subject, { seq: sealed.seq, prevMac: sealed.prevMac });
               audit.payloads.push(sealed.payload);
               audit.prevMacs.push(sealed.prevMac);
               audit.macs.push(sealed.mac);
@@ -151,7 +197,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
             },
             getEntry(key) {
               check(declared.entries, key, "outbox entry");
-              return entries.get(key);
+              return entryRow(key);
             },
             putEntry(entry) {
               entries.set(entry.key, entry.text);
@@ -159,11 +205,11 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
             },
             claimable() {
               if (!claim) throw new Error("the journal claimed entries it did not declare");
-              return claimed;
+              return claimed.map(entryRow);
             },
             getRequest(id) {
               check(declared.requests, id, "approval request");
-              return requests.get(id)?.text;
+              return requestRow(id);
             },
             putRequest(request) {
               requests.set(request.id, request);
@@ -171,7 +217,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
             },
             pendingRequests(inputHash) {
               check(declared.pending, inputHash, "pending requests for input");
-              return [...requests.values()].filter((r) => r.status === "pending" && r.inputHash === inputHash).map((r) => r.text);
+              return [...requests.values()].filter((r) => r.status === "pending" && r.inputHash === inputHash).map((r) => requestRow(r.id));
             },
           };
           for (const op of batch) {
@@ -205,6 +251,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
               r.map((x) => x.text),
               head.seq,
               head.mac,
+              audit.subjects,
             ]);
           }
           await client.query("COMMIT");
@@ -269,13 +316,13 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
       }),
     head: () => read(q.head, [], (rows: { seq: string; mac: string }[]) => ({ seq: Number(rows[0]!.seq), mac: rows[0]!.mac })),
     readAudit: ({ afterSeq, limit }) =>
-      read(q.readAudit, [afterSeq, limit ?? null], (rows: { seq: string; payload: string; prev_mac: string; mac: string }[]) =>
-        rows.map((r) => ({ seq: Number(r.seq), payload: r.payload, prevMac: r.prev_mac, mac: r.mac })),
+      read(q.readAudit, [afterSeq, limit ?? null], (rows: { seq: string; subject: string | null; payload: string; prev_mac: string; mac: string }[]) =>
+        rows.map((r) => ({ seq: Number(r.seq), subject: r.subject ?? undefined, payload: r.payload, prevMac: r.prev_mac, mac: r.mac })),
       ),
-    getEntry: (key) => read(q.getEntry, [key], (rows: { entry: string }[]) => rows[0]?.entry),
-    listEntries: (filter) => read(q.listEntries, list(filter), (rows: { entry: string }[]) => rows.map((r) => r.entry)),
-    getRequest: (id) => read(q.getRequest, [id], (rows: { request: string }[]) => rows[0]?.request),
-    listRequests: (filter) => read(q.listRequests, list(filter), (rows: { request: string }[]) => rows.map((r) => r.request)),
+    getEntry: (key) => read(q.getEntry, [key], (rows: RowResult[]) => rowOf(rows[0]!)),
+    listEntries: (filter) => read(q.listEntries, list(filter), (rows: RowResult[]) => rows.map(rowOf)),
+    getRequest: (id) => read(q.getRequest, [id], (rows: RowResult[]) => rowOf(rows[0]!)),
+    listRequests: (filter) => read(q.listRequests, list(filter), (rows: RowResult[]) => rows.map(rowOf)),
     async close() {
       await drained;
       if (options.ownsPool) await pool.end();

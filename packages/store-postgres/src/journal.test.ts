@@ -2,10 +2,11 @@ import { createServer } from "node:net";
 import pg from "pg";
 import { sha256Hex, ToolError, type Journal } from "@toolgate/core";
 import { verifyAuditChain } from "@toolgate/core/operator";
-import { describeJournal, sampleIntent, sampleRequest } from "@toolgate/core/testing";
+import { describeJournal, describeJournalTampering, sampleIntent, sampleRequest, type RawJournalRows } from "@toolgate/core/testing";
 import { expect, it } from "vitest";
 import { connectPostgresJournal, POSTGRES_SCHEMA_VERSION, type PostgresJournal } from "./index.js";
 import { describeWithPostgres, freshSchema, pgUrl } from "./fixtures/postgres.js";
+import { MIGRATIONS } from "./schema.js";
 
 const KEY = "postgres-conformance-key";
 const at = (ms = 0): string => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
@@ -16,6 +17,47 @@ describeWithPostgres("postgres", () => {
     const journal = await connectPostgresJournal(pgUrl, { auditKey: KEY, schema, poolSize: 4 });
     // A second worker: its own pool, its own connections.
     return { journal, auditKey: KEY, reopen: () => connectPostgresJournal(pgUrl, { auditKey: KEY, schema, poolSize: 4 }), cleanup: drop };
+  });
+});
+
+/** The schema's tables, written behind the journal's back as anyone with write access could. */
+function rawRows(schema: string): RawJournalRows {
+  const s = `"${schema}"`;
+  const run = async <T>(text: string, values: unknown[], pick: (rows: Record<string, unknown>[]) => T = () => undefined as T): Promise<T> => {
+    const client = new pg.Client({ connectionString: pgUrl });
+    await client.connect();
+    try {
+      return pick((await client.query(text, values)).rows);
+    } finally {
+      await client.end();
+    }
+  };
+  return {
+    entry: (key) => run(`SELECT entry FROM ${s}.outbox WHERE key = $1`, [key], (rows) => rows[0]?.["entry"] as string | undefined),
+    putEntry: (r) =>
+      run(
+        `INSERT INTO ${s}.outbox (key, state, updated_ms, entry) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, updated_ms = EXCLUDED.updated_ms, entry = EXCLUDED.entry`,
+        [r.key, r.state, r.updatedMs, r.text],
+      ),
+    deleteEntry: (key) => run(`DELETE FROM ${s}.outbox WHERE key = $1`, [key]),
+    request: (id) => run(`SELECT request FROM ${s}.approvals WHERE request_id = $1`, [id], (rows) => rows[0]?.["request"] as string | undefined),
+    putRequest: (r) =>
+      run(
+        `INSERT INTO ${s}.approvals (request_id, status, input_hash, request) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (request_id) DO UPDATE SET status = EXCLUDED.status, request = EXCLUDED.request`,
+        [r.id, r.status, r.inputHash, r.text],
+      ),
+    deleteRequest: (id) => run(`DELETE FROM ${s}.approvals WHERE request_id = $1`, [id]),
+    rewindSubject: (subject, to) => run(`UPDATE ${s}.audit SET subject = NULL WHERE subject = $1 AND seq > $2`, [subject, to.seq]),
+  };
+}
+
+describeWithPostgres("postgres rows", () => {
+  describeJournalTampering("postgres", async () => {
+    const { schema, drop } = freshSchema();
+    const journal = await connectPostgresJournal(pgUrl, { auditKey: KEY, schema, poolSize: 4 });
+    return { journal, auditKey: KEY, raw: rawRows(schema), cleanup: drop };
   });
 });
 
@@ -42,10 +84,45 @@ describeWithPostgres("connectPostgresJournal refuses what it cannot safely use",
       await admin.query(`UPDATE "${schema}".toolgate_meta SET value = $1 WHERE name = 'schema_version'`, [String(POSTGRES_SCHEMA_VERSION + 1)]);
       await admin.end();
       const opening = connectPostgresJournal(pgUrl, { auditKey: KEY, schema });
-      await expect(opening).rejects.toThrow(/version 2, newer than this @toolgate\/store-postgres understands \(1\)/);
+      await expect(opening).rejects.toThrow(
+        new RegExp(`version ${POSTGRES_SCHEMA_VERSION + 1}, newer than this @toolgate/store-postgres understands \\(${POSTGRES_SCHEMA_VERSION}\\)`),
+      );
       await expect(opening).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
       expect(journal!.schemaVersion).toBe(POSTGRES_SCHEMA_VERSION);
     });
+  });
+
+  it("refuses a schema from before sealed rows that holds rows (they cannot be sealed unverified), and upgrades an empty one", async () => {
+    const v1 = async (rows: boolean): Promise<{ schema: string; drop: () => Promise<void> }> => {
+      const fresh = freshSchema();
+      const s = `"${fresh.schema}"`;
+      const admin = new pg.Client({ connectionString: pgUrl });
+      await admin.connect();
+      await admin.query(`CREATE SCHEMA ${s}; CREATE TABLE ${s}.toolgate_meta (name text PRIMARY KEY, value text NOT NULL)`);
+      await admin.query(MIGRATIONS[0]!(s));
+      await admin.query(`INSERT INTO ${s}.toolgate_meta VALUES ('schema_version', '1')`);
+      if (rows) await admin.query(`INSERT INTO ${s}.approvals (request_id, status, input_hash, request) VALUES ('r1', 'granted', 'h', '{}')`);
+      await admin.end();
+      return fresh;
+    };
+    const withRows = await v1(true);
+    try {
+      const opening = connectPostgresJournal(pgUrl, { auditKey: KEY, schema: withRows.schema });
+      await expect(opening).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+      await expect(opening).rejects.toThrow(/has version 1, from before rows were sealed, and holds 1 outbox entries.*point the journal at a new schema/);
+    } finally {
+      await withRows.drop();
+    }
+    const empty = await v1(false);
+    try {
+      const journal = await connectPostgresJournal(pgUrl, { auditKey: KEY, schema: empty.schema });
+      expect(journal.schemaVersion).toBe(POSTGRES_SCHEMA_VERSION);
+      await journal.beginIntent(sampleIntent("k1"));
+      expect((await journal.getIntent("k1"))?.state).toBe("pending");
+      await journal.close();
+    } finally {
+      await empty.drop();
+    }
   });
 
   it("refuses a worker configured with another audit key, before it can append", async () => {

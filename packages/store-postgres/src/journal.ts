@@ -14,6 +14,11 @@ export interface PostgresJournalOptions {
   readonly poolSize?: number;
   /** Most calls in one transaction (default 256). */
   readonly maxBatch?: number;
+  /**
+   * Keep the output body of reads in the outbox (default false: a read keeps its output hash,
+   * not its output). Side-effectful results always keep theirs. See `CreateJournalOptions`.
+   */
+  readonly retainReadOutputs?: boolean;
 }
 
 export interface PostgresJournal extends Journal {
@@ -52,6 +57,6 @@ export async function connectPostgresJournal(target: string | pg.Pool, options: 
       : new ToolError("journal_failed", `could not open journal schema ${schema}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 
-  const journal = createJournal(postgresDriver(pool, { schema, maxBatch, ownsPool }), { auditKey });
+  const journal = createJournal(postgresDriver(pool, { schema, maxBatch, ownsPool }), { auditKey, retainReadOutputs: options.retainReadOutputs === true });
   return { ...journal, kind: "postgres", schema, schemaVersion: POSTGRES_SCHEMA_VERSION };
 }

@@ -37,12 +37,35 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   );
   CREATE INDEX approvals_pending ON ${s}.approvals (input_hash) WHERE status = 'pending';
   `,
+  // 2: sealed rows. Each audit link may name the row it wrote a version of; a read finds the row's
+  // latest link through this index. (Older rows carry no seal: see migrate.)
+  (s) => `
+  ALTER TABLE ${s}.audit ADD COLUMN subject text;
+  CREATE INDEX audit_subject ON ${s}.audit (subject, seq) WHERE subject IS NOT NULL;
+  `,
 ];
 
 /** The schema version this code writes and understands. */
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
 
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * A schema from before sealed rows (version 1) with outbox entries or approval requests is
+ * refused: sealing its rows now would bless rows that may already have been edited. An empty one
+ * (audit events only) is upgraded in place.
+ */
+async function refuseUnsealedRows(client: PoolClient, schema: string): Promise<void> {
+  const s = `"${schema}"`;
+  const { rows } = await client.query<{ n: string }>(`SELECT (SELECT count(*) FROM ${s}.outbox) + (SELECT count(*) FROM ${s}.approvals) AS n`);
+  const n = Number(rows[0]?.n ?? 0);
+  if (n === 0) return;
+  throw new ToolError(
+    "journal_failed",
+    `journal schema ${schema} has version 1, from before rows were sealed, and holds ${n} outbox entries and approval requests that cannot be sealed without trusting them unverified; ` +
+      "resolve its pending work with the version that wrote it (recover the outbox, decide open requests), keep the schema as an archive (its audit chain still verifies), and point the journal at a new schema",
+  );
+}
 
 /**
  * Create or upgrade the schema under a transaction-scoped advisory lock, so workers starting
@@ -65,6 +88,7 @@ export async function migrate(client: PoolClient, schema: string, keyCheck: stri
         `journal schema ${schema} has version ${version}, newer than this @toolgate/store-postgres understands (${POSTGRES_SCHEMA_VERSION}); upgrade the package rather than connect with older code`,
       );
     }
+    if (version === 1) await refuseUnsealedRows(client, schema);
     for (let v = version; v < POSTGRES_SCHEMA_VERSION; v++) await client.query(MIGRATIONS[v]!(s));
     await client.query(`INSERT INTO ${s}.toolgate_meta (name, value) VALUES ('schema_version', $1) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`, [
       String(Math.max(version, POSTGRES_SCHEMA_VERSION)),

@@ -1,6 +1,14 @@
 import type Database from "better-sqlite3";
 import { ToolError } from "@toolgate/core";
-import { GENESIS_MAC, type AuditHead, type JournalDriver, type JournalTransaction, type ListFilter, type SealedAuditEvent } from "@toolgate/core/store-kit";
+import {
+  GENESIS_MAC,
+  type AuditHead,
+  type JournalDriver,
+  type JournalTransaction,
+  type ListFilter,
+  type SealedAuditEvent,
+  type StoredRow,
+} from "@toolgate/core/store-kit";
 
 export interface SqliteDriverOptions {
   /** Batch the transactions that arrive in the same event-loop turn into one. */
@@ -18,6 +26,25 @@ interface ListParams {
   readonly states: string | null;
   readonly limit: number;
 }
+
+/** A row with its subject's latest audit link, as the queries below select it. */
+interface RowResult {
+  readonly id: string;
+  readonly text: string | null;
+  readonly seq: number | null;
+  readonly prevMac: string | null;
+}
+
+const rowOf = (r: RowResult): StoredRow => ({ id: r.id, text: r.text ?? undefined, latest: r.seq === null ? undefined : { seq: r.seq, prevMac: r.prevMac! } });
+
+// The latest link whose subject is the row: one lookup in the audit_subject index per row.
+const latestOf = (subject: string): string => `LEFT JOIN audit a ON a.seq = (SELECT max(seq) FROM audit WHERE subject = ${subject})`;
+const ENTRY_ROW = `SELECT o.key AS id, o.entry AS text, a.seq AS seq, a.prev_mac AS prevMac FROM outbox o ${latestOf("'entry:' || o.key")}`;
+const REQUEST_ROW = `SELECT o.request_id AS id, o.request AS text, a.seq AS seq, a.prev_mac AS prevMac FROM approvals o ${latestOf("'request:' || o.request_id")}`;
+// One row by key, whether or not it is stored: its latest link shows a deleted row.
+const ONE_ROW = (table: string, idColumn: string, textColumn: string, kind: string): string =>
+  `SELECT k.id AS id, (SELECT ${textColumn} FROM ${table} WHERE ${idColumn} = k.id) AS text, a.seq AS seq, a.prev_mac AS prevMac
+   FROM (SELECT ? AS id) k ${latestOf(`'${kind}:' || k.id`)}`;
 
 interface QueuedOp {
   readonly run: () => unknown;
@@ -39,34 +66,30 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
     release: db.prepare("RELEASE op"),
     rollbackTo: db.prepare("ROLLBACK TO op"),
     head: db.prepare<[], AuditHead>("SELECT seq, mac FROM audit ORDER BY seq DESC LIMIT 1"),
-    insertAudit: db.prepare("INSERT INTO audit (seq, payload, prev_mac, mac) VALUES (?, ?, ?, ?)"),
-    readAudit: db.prepare<[number, number], SealedAuditEvent>("SELECT seq, payload, prev_mac AS prevMac, mac FROM audit WHERE seq > ? ORDER BY seq LIMIT ?"),
-    getEntry: db.prepare<[string], string>("SELECT entry FROM outbox WHERE key = ?").pluck(),
+    insertAudit: db.prepare("INSERT INTO audit (seq, subject, payload, prev_mac, mac) VALUES (?, ?, ?, ?, ?)"),
+    readAudit: db.prepare<[number, number], SealedAuditEvent & { subject: string | null }>(
+      "SELECT seq, subject, payload, prev_mac AS prevMac, mac FROM audit WHERE seq > ? ORDER BY seq LIMIT ?",
+    ),
+    getEntry: db.prepare<[string], RowResult>(ONE_ROW("outbox", "key", "entry", "entry")),
     putEntry: db.prepare(
       `INSERT INTO outbox (key, state, updated_ms, entry) VALUES (?, ?, ?, ?)
        ON CONFLICT (key) DO UPDATE SET state = excluded.state, updated_ms = excluded.updated_ms, entry = excluded.entry`,
     ),
-    listEntries: db
-      .prepare<[ListParams], string>(
-        "SELECT entry FROM outbox WHERE @states IS NULL OR state IN (SELECT value FROM json_each(@states)) ORDER BY id LIMIT @limit",
-      )
-      .pluck(),
-    claimable: db
-      .prepare<[string, number, number], string>(
-        "SELECT entry FROM outbox WHERE state IN (SELECT value FROM json_each(?)) AND updated_ms < ? ORDER BY id LIMIT ?",
-      )
-      .pluck(),
-    getRequest: db.prepare<[string], string>("SELECT request FROM approvals WHERE request_id = ?").pluck(),
+    listEntries: db.prepare<[ListParams], RowResult>(
+      `${ENTRY_ROW} WHERE @states IS NULL OR o.state IN (SELECT value FROM json_each(@states)) ORDER BY o.id LIMIT @limit`,
+    ),
+    claimable: db.prepare<[string, number, number], RowResult>(
+      `${ENTRY_ROW} WHERE o.state IN (SELECT value FROM json_each(?)) AND o.updated_ms < ? ORDER BY o.id LIMIT ?`,
+    ),
+    getRequest: db.prepare<[string], RowResult>(ONE_ROW("approvals", "request_id", "request", "request")),
     putRequest: db.prepare(
       `INSERT INTO approvals (request_id, status, input_hash, request) VALUES (?, ?, ?, ?)
        ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, request = excluded.request`,
     ),
-    pending: db.prepare<[string], string>("SELECT request FROM approvals WHERE status = 'pending' AND input_hash = ? ORDER BY id").pluck(),
-    listRequests: db
-      .prepare<[ListParams], string>(
-        "SELECT request FROM approvals WHERE @states IS NULL OR status IN (SELECT value FROM json_each(@states)) ORDER BY id LIMIT @limit",
-      )
-      .pluck(),
+    pending: db.prepare<[string], RowResult>(`${REQUEST_ROW} WHERE o.status = 'pending' AND o.input_hash = ? ORDER BY o.id`),
+    listRequests: db.prepare<[ListParams], RowResult>(
+      `${REQUEST_ROW} WHERE @states IS NULL OR o.status IN (SELECT value FROM json_each(@states)) ORDER BY o.id LIMIT @limit`,
+    ),
   };
   const readHead = (): AuditHead => sql.head.get() ?? { seq: 0, mac: GENESIS_MAC };
 
@@ -75,15 +98,15 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
   const tx: JournalTransaction = {
     head: () => head,
     appendAudit(sealed) {
-      sql.insertAudit.run(sealed.seq, sealed.payload, sealed.prevMac, sealed.mac);
+      sql.insertAudit.run(sealed.seq, sealed.subject ?? null, sealed.payload, sealed.prevMac, sealed.mac);
       head = { seq: sealed.seq, mac: sealed.mac };
     },
-    getEntry: (key) => sql.getEntry.get(key),
+    getEntry: (key) => rowOf(sql.getEntry.get(key)!),
     putEntry: (e) => void sql.putEntry.run(e.key, e.state, e.updatedMs, e.text),
-    claimable: (c) => sql.claimable.all(JSON.stringify(c.states), c.updatedBeforeMs, c.limit),
-    getRequest: (id) => sql.getRequest.get(id),
+    claimable: (c) => sql.claimable.all(JSON.stringify(c.states), c.updatedBeforeMs, c.limit).map(rowOf),
+    getRequest: (id) => rowOf(sql.getRequest.get(id)!),
     putRequest: (r) => void sql.putRequest.run(r.id, r.status, r.inputHash, r.text),
-    pendingRequests: (inputHash) => sql.pending.all(inputHash),
+    pendingRequests: (inputHash) => sql.pending.all(inputHash).map(rowOf),
   };
 
   let queue: QueuedOp[] = [];
@@ -179,11 +202,11 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
     kind: "sqlite",
     transaction: (_reads, fn) => write(() => fn(tx)),
     head: () => read(readHead),
-    readAudit: ({ afterSeq, limit }) => read(() => sql.readAudit.all(afterSeq, limit ?? -1)),
-    getEntry: (key) => read(() => sql.getEntry.get(key)),
-    listEntries: (filter) => read(() => sql.listEntries.all(list(filter))),
-    getRequest: (id) => read(() => sql.getRequest.get(id)),
-    listRequests: (filter) => read(() => sql.listRequests.all(list(filter))),
+    readAudit: ({ afterSeq, limit }) => read(() => sql.readAudit.all(afterSeq, limit ?? -1).map((r) => ({ ...r, subject: r.subject ?? undefined }))),
+    getEntry: (key) => read(() => tx.getEntry(key)),
+    listEntries: (filter) => read(() => sql.listEntries.all(list(filter)).map(rowOf)),
+    getRequest: (id) => read(() => tx.getRequest(id)),
+    listRequests: (filter) => read(() => sql.listRequests.all(list(filter)).map(rowOf)),
     async close() {
       flush();
       db.close();

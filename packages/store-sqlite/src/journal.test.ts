@@ -4,9 +4,10 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { ToolError } from "@toolgate/core";
 import { verifyAuditChain } from "@toolgate/core/operator";
-import { describeJournal, sampleIntent } from "@toolgate/core/testing";
+import { describeJournal, describeJournalTampering, sampleIntent, type RawJournalRows } from "@toolgate/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteJournal, SQLITE_SCHEMA_VERSION, type SqliteJournal } from "./index.js";
+import { MIGRATIONS } from "./schema.js";
 
 const KEY = "sqlite-conformance-key";
 const dirs: string[] = [];
@@ -32,6 +33,42 @@ describeJournal("sqlite without group commit", async () => {
   return { journal, auditKey: KEY, reopen: () => openSqliteJournal(path, { auditKey: KEY, groupCommit: false }) };
 });
 
+/** The file's tables, written behind the journal's back as anyone with the file could. */
+function rawRows(path: string): RawJournalRows {
+  const run = <T>(fn: (db: Database.Database) => T): Promise<T> => {
+    const db = new Database(path);
+    try {
+      return Promise.resolve(fn(db));
+    } finally {
+      db.close();
+    }
+  };
+  return {
+    entry: (key) => run((db) => db.prepare("SELECT entry FROM outbox WHERE key = ?").pluck().get(key) as string | undefined),
+    putEntry: (r) =>
+      run((db) => {
+        db.prepare(
+          "INSERT INTO outbox (key, state, updated_ms, entry) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET state = excluded.state, updated_ms = excluded.updated_ms, entry = excluded.entry",
+        ).run(r.key, r.state, r.updatedMs, r.text);
+      }),
+    deleteEntry: (key) => run((db) => void db.prepare("DELETE FROM outbox WHERE key = ?").run(key)),
+    request: (id) => run((db) => db.prepare("SELECT request FROM approvals WHERE request_id = ?").pluck().get(id) as string | undefined),
+    putRequest: (r) =>
+      run((db) => {
+        db.prepare(
+          "INSERT INTO approvals (request_id, status, input_hash, request) VALUES (?, ?, ?, ?) ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, request = excluded.request",
+        ).run(r.id, r.status, r.inputHash, r.text);
+      }),
+    deleteRequest: (id) => run((db) => void db.prepare("DELETE FROM approvals WHERE request_id = ?").run(id)),
+    rewindSubject: (subject, to) => run((db) => void db.prepare("UPDATE audit SET subject = NULL WHERE subject = ? AND seq > ?").run(subject, to.seq)),
+  };
+}
+
+describeJournalTampering("sqlite", async () => {
+  const path = tempFile();
+  return { journal: await openSqliteJournal(path, { auditKey: KEY }), auditKey: KEY, raw: rawRows(path) };
+});
+
 describe("openSqliteJournal refuses what it cannot safely use", () => {
   it("refuses a file whose schema is newer than this code, and leaves it untouched", async () => {
     const path = tempFile();
@@ -40,11 +77,37 @@ describe("openSqliteJournal refuses what it cannot safely use", () => {
     raw.pragma(`user_version = ${SQLITE_SCHEMA_VERSION + 1}`);
     raw.close();
     const opening = openSqliteJournal(path, { auditKey: KEY });
-    await expect(opening).rejects.toThrow(/schema version 2, newer than this @toolgate\/store-sqlite understands \(1\)/);
+    await expect(opening).rejects.toThrow(
+      new RegExp(`schema version ${SQLITE_SCHEMA_VERSION + 1}, newer than this @toolgate/store-sqlite understands \\(${SQLITE_SCHEMA_VERSION}\\)`),
+    );
     await expect(opening).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
     const check = new Database(path);
     expect(check.pragma("user_version", { simple: true })).toBe(SQLITE_SCHEMA_VERSION + 1);
     check.close();
+  });
+
+  it("refuses a journal from before sealed rows that holds rows (they cannot be sealed unverified), and upgrades an empty one", async () => {
+    const v1 = (rows: boolean): string => {
+      const path = tempFile();
+      const raw = new Database(path);
+      raw.exec(MIGRATIONS[0]!);
+      raw.pragma("user_version = 1");
+      raw.prepare("INSERT INTO audit (seq, payload, prev_mac, mac) VALUES (1, '{}', ?, ?)").run("0".repeat(64), "1".repeat(64));
+      if (rows) raw.prepare("INSERT INTO outbox (key, state, updated_ms, entry) VALUES ('k1', 'completed', 0, '{}')").run();
+      raw.close();
+      return path;
+    };
+    const withRows = v1(true);
+    const opening = openSqliteJournal(withRows, { auditKey: KEY });
+    await expect(opening).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    await expect(opening).rejects.toThrow(/schema version 1, from before rows were sealed, and holds 1 outbox entries.*point the journal at a new file/);
+    const check = new Database(withRows);
+    expect(check.pragma("user_version", { simple: true })).toBe(1);
+    check.close();
+    const empty = await openSqliteJournal(v1(false), { auditKey: KEY });
+    expect(empty.schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
+    expect((await empty.head()).seq).toBe(1);
+    await empty.close();
   });
 
   it("refuses a second opener with another audit key, before it can append", async () => {
@@ -117,16 +180,16 @@ describe("sqlite journal on disk", () => {
     await journal.close();
   });
 
-  it("refuses a stored row that does not match its schema, as journal_failed", async () => {
+  it("refuses a stored row edited in the file (even to a value its schema refuses), as journal_tampered", async () => {
     const path = tempFile();
     const journal = await openSqliteJournal(path, { auditKey: KEY });
     await journal.beginIntent(sampleIntent("k1"));
     const raw = new Database(path);
-    raw.prepare("UPDATE outbox SET entry = json_set(entry, '$.state', 'done') WHERE key = 'k1'").run();
+    raw.prepare("UPDATE outbox SET entry = json_set(entry, '$.row.state', 'done') WHERE key = 'k1'").run();
     raw.close();
-    await expect(journal.getIntent("k1")).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
-    await expect(journal.getIntent("k1")).rejects.toThrow(/stored outbox entry does not match its schema/);
-    await expect(journal.beginIntent(sampleIntent("k1"))).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    await expect(journal.getIntent("k1")).rejects.toSatisfy((e) => ToolError.is(e, "journal_tampered"));
+    await expect(journal.getIntent("k1")).rejects.toThrow(/stored outbox entry k1 fails its seal/);
+    await expect(journal.beginIntent(sampleIntent("k1"))).rejects.toSatisfy((e) => ToolError.is(e, "journal_tampered"));
     expect((await journal.readAudit()).map((r) => r.type)).toEqual(["intent.recorded"]);
     await journal.close();
   });

@@ -30,6 +30,11 @@ export interface SqliteJournalOptions {
   readonly groupCommit?: boolean;
   /** Most writes in one batch (default 512). */
   readonly maxBatch?: number;
+  /**
+   * Keep the output body of reads in the outbox (default false: a read keeps its output hash,
+   * not its output). Side-effectful results always keep theirs. See `CreateJournalOptions`.
+   */
+  readonly retainReadOutputs?: boolean;
 }
 
 export interface SqliteJournal extends Journal {
@@ -74,7 +79,7 @@ export async function openSqliteJournal(path: string, options: SqliteJournalOpti
     throw ToolError.is(cause) ? cause : new ToolError("journal_failed", `could not open journal ${path}`, { cause });
   }
 
-  const journal = createJournal(sqliteDriver(db, path, { groupCommit, maxBatch }), { auditKey });
+  const journal = createJournal(sqliteDriver(db, path, { groupCommit, maxBatch }), { auditKey, retainReadOutputs: options.retainReadOutputs === true });
   return {
     ...journal,
     kind: "sqlite",

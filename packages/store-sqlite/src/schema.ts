@@ -31,12 +31,33 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX approvals_pending ON approvals (input_hash) WHERE status = 'pending';
   `,
+  // 2: sealed rows. Each audit link may name the row it wrote a version of; a read finds the row's
+  // latest link through this index. (Older rows carry no seal: see migrate.)
+  `
+  ALTER TABLE audit ADD COLUMN subject TEXT;
+  CREATE INDEX audit_subject ON audit (subject, seq) WHERE subject IS NOT NULL;
+  `,
 ];
 
 /** The schema version this code writes and understands. */
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;
 
 const KEY_CHECK = "audit_key_check";
+
+/**
+ * A file from before sealed rows (schema 1) with outbox entries or approval requests is refused:
+ * sealing its rows now would bless rows that may already have been edited. An empty one (audit
+ * events only) is upgraded in place.
+ */
+function refuseUnsealedRows(db: Database, path: string, version: number): void {
+  const rows = db.prepare("SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM approvals)").pluck().get() as number;
+  if (rows === 0) return;
+  throw new ToolError(
+    "journal_failed",
+    `journal ${path} has schema version ${version}, from before rows were sealed, and holds ${rows} outbox entries and approval requests that cannot be sealed without trusting them unverified; ` +
+      "resolve its pending work with the version that wrote it (recover the outbox, decide open requests), keep the file as an archive (its audit chain still verifies), and point the journal at a new file",
+  );
+}
 
 /**
  * Bring the file to the current schema inside one write transaction, so several processes opening
@@ -54,6 +75,7 @@ export function migrate(db: Database, path: string, keyCheck: string): void {
         `journal ${path} has schema version ${version}, newer than this @toolgate/store-sqlite understands (${SQLITE_SCHEMA_VERSION}); upgrade the package rather than open it with older code`,
       );
     }
+    if (version >= 1 && version < 2) refuseUnsealedRows(db, path, version);
     for (let v = version; v < SQLITE_SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]!);
     if (version < SQLITE_SCHEMA_VERSION) db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
     const stored = db.prepare("SELECT value FROM toolgate_meta WHERE name = ?").pluck().get(KEY_CHECK) as string | undefined;

@@ -1,6 +1,7 @@
 /** What an earlier attempt under the same idempotency key means for this call: replay it, retake it, or refuse. */
 import { ToolError } from "../errors.js";
 import type { OutboxEntry, OutboxState } from "../journal/types.js";
+import { isSideEffectful } from "../manifest.js";
 import type { Keyed } from "./call-state.js";
 import type { GateEnv } from "./env.js";
 import { grantCheckFor, grantRefusal } from "./grants.js";
@@ -26,6 +27,15 @@ export async function judgeExisting(env: GateEnv, c: Keyed, entry: OutboxEntry):
       // A derived key stands for "the same call, retried": after the retry window, an identical
       // call is a new one (pass an idempotency key to deduplicate for longer).
       if (c.call.idempotencyKey === undefined && Date.parse(entry.updatedAt) < env.clock() - env.derivedKeyWindowMs) return { retake: ["completed"] };
+      // A body the journal did not keep (reads, by default; pruned results): a read runs again, an effect is never re-run.
+      if (entry.result?.outputPruned) {
+        if (!isSideEffectful(entry.effect)) return { retake: ["completed"] };
+        const pruned = new ToolError(
+          "output_pruned",
+          `${manifest.id} already completed under this key, but its recorded output was pruned; it is not run again`,
+        );
+        return refuse(env, c, "denied", pruned);
+      }
       return replay(env, c, entry);
     case "failed": {
       const retakeable =

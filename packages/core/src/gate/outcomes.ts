@@ -48,6 +48,8 @@ export async function refuse(
   error: ToolError,
   extra: { issues?: ErrorResult["issues"]; inputSchema?: ErrorResult["inputSchema"] } = {},
 ): Promise<Refusal> {
+  // A journal read that found a tampered row says so, rather than "could not be read".
+  if (error.code === "journal_failed" && ToolError.is(error.cause, "journal_tampered")) error = error.cause;
   const message = env.redactor.redactText(error.message);
   const details = error.details === undefined ? undefined : env.redactor.redact(error.details);
   const receipt = await audit(env, c, "call.refused", {

@@ -13,6 +13,7 @@ export function auditPayload(seq: number, event: AuditEventInput): string {
   if (event.principal !== undefined) out += `,"principal":${JSON.stringify(event.principal)}`;
   if (!Number.isSafeInteger(seq)) throw new TypeError("audit seq must be a safe integer");
   out += `,"seq":${seq}`;
+  if (event.subject !== undefined) out += `,"subject":${JSON.stringify(event.subject)}`;
   if (event.tenant !== undefined) out += `,"tenant":${JSON.stringify(event.tenant)}`;
   if (event.toolId !== undefined) out += `,"toolId":${JSON.stringify(event.toolId)}`;
   return `${out},"type":${JSON.stringify(event.type)}}`;
@@ -44,7 +45,12 @@ export function computeAuditMac(key: AuditKey, prevMac: string, seq: number, eve
 }
 
 function macOf(key: AuditKey, prevMac: string, payload: string): string {
-  return createHmac("sha256", keyObject(key)).update(`${prevMac}\n${payload}`).digest("hex");
+  return macText(key, `${prevMac}\n${payload}`);
+}
+
+/** HMAC-SHA256 of `text` under the audit key, hex. Callers put a domain tag first. */
+export function macText(key: AuditKey, text: string): string {
+  return createHmac("sha256", keyObject(key)).update(text).digest("hex");
 }
 
 /**
@@ -53,6 +59,11 @@ function macOf(key: AuditKey, prevMac: string, payload: string): string {
  */
 export interface SealedAuditEvent {
   readonly seq: number;
+  /**
+   * The row this event recorded a version of (`entry:<key>`, `request:<id>`), copied from the
+   * payload into an indexed column so a read finds a row's latest event in one lookup.
+   */
+  readonly subject?: string | undefined;
   readonly payload: string;
   readonly prevMac: string;
   readonly mac: string;
@@ -61,7 +72,7 @@ export interface SealedAuditEvent {
 export function sealAuditEvent(key: AuditKey, head: { readonly seq: number; readonly mac: string }, event: AuditEventInput): SealedAuditEvent {
   const seq = head.seq + 1;
   const payload = auditPayload(seq, event);
-  return { seq, payload, prevMac: head.mac, mac: macOf(key, head.mac, payload) };
+  return { seq, subject: event.subject, payload, prevMac: head.mac, mac: macOf(key, head.mac, payload) };
 }
 
 /** A stored link back as a record. */
@@ -119,7 +130,7 @@ export function verifyAuditChain(records: Iterable<AuditRecord>, options: Verify
   return { ok: true, count, head: prev };
 }
 
-function equalHex(a: string, b: string): boolean {
+export function equalHex(a: string, b: string): boolean {
   if (a.length !== b.length) return false;
   return timingSafeEqual(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }

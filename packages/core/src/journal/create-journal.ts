@@ -1,3 +1,4 @@
+import { hashCanonical } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import { sealAuditEvent, unsealAuditEvent, type AuditKey } from "./audit-chain.js";
 import type { JournalDriver, JournalTransaction, TransactionReads } from "./driver.js";
@@ -5,6 +6,7 @@ import {
   claimedEvent,
   consumedEvent,
   decidedEvent,
+  expiredEvent,
   decidedRequest,
   intentEvent,
   joinsPendingRequest,
@@ -14,12 +16,21 @@ import {
   startedEntry,
 } from "./events.js";
 import { checkGrant } from "./grant-check.js";
-import { decodeEntry, decodeRequest, encodeEntry, encodeRequest } from "./records.js";
+import { isSideEffectful } from "../manifest.js";
+import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
+import { openEntry, openRequest, sealEntry, sealRequest, subjectOf } from "./sealed-rows.js";
 import type { ApprovalRequest, AuditEventInput, BeginIntentResult, GrantCheck, GrantOutcome, Journal, JournalReceipt, OutboxEntry } from "./types.js";
 
 export interface CreateJournalOptions {
-  /** HMAC key for the audit chain. Every handle on the same store must use the same one. */
+  /** HMAC key for the audit chain and the rows' seals. Every handle on the same store must use the same one. */
   readonly auditKey: AuditKey;
+  /**
+   * Keep the output body of reads (effect `read` or `none`) in the outbox. Default false: a read
+   * keeps its `outputHash` (and its findings), not its output, so mail bodies and file contents do
+   * not pile up; a retry of a completed read runs it again. Side-effectful results, and held
+   * output waiting for a human, always keep their body (a replay returns it).
+   */
+  readonly retainReadOutputs?: boolean;
 }
 
 /** A refusal whose transaction still commits (a request found expired is stored as expired). */
@@ -35,6 +46,7 @@ class CommittedRefusal {
 export function createJournal(driver: JournalDriver, options: CreateJournalOptions): Journal {
   const { kind } = driver;
   const { auditKey } = options;
+  const retainReadOutputs = options.retainReadOutputs === true;
   let closed = false;
 
   const failure = (cause: unknown): ToolError =>
@@ -69,26 +81,41 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     tx.appendAudit(sealed);
     return { journal: kind, seq: sealed.seq, mac: sealed.mac, at: event.at };
   };
+  // A row version and the event that records it: the row is sealed to the event's seq and the
+  // link before it, and the event names the row as its subject (so it becomes the row's latest).
+  const putEntry = (tx: JournalTransaction, entry: OutboxEntry, event: AuditEventInput): JournalReceipt => {
+    const keep = retainReadOutputs || isSideEffectful(entry.effect) || entry.result?.heldBy !== undefined;
+    const head = tx.head();
+    tx.putEntry(sealEntry(auditKey, entry, { seq: head.seq + 1, prevMac: head.mac }, keep));
+    return append(tx, { ...event, subject: subjectOf("entry", entry.key) });
+  };
+  const putRequest = (tx: JournalTransaction, request: ApprovalRequest, event: AuditEventInput): JournalReceipt => {
+    const head = tx.head();
+    tx.putRequest(sealRequest(auditKey, request, { seq: head.seq + 1, prevMac: head.mac }));
+    return append(tx, { ...event, subject: subjectOf("request", request.id) });
+  };
+  const entryOf = (tx: JournalTransaction, key: string) => openEntry(auditKey, tx.getEntry(key));
+  const requestOf = (tx: JournalTransaction, id: string) => openRequest(auditKey, tx.getRequest(id));
   const consume = (tx: JournalTransaction, check: GrantCheck): GrantOutcome => {
-    const request = requestOf(tx.getRequest(check.requestId));
+    const request = requestOf(tx, check.requestId);
     const verdict = checkGrant(request, check);
     if (!("ok" in verdict)) return verdict;
     const consumed: ApprovalRequest = { ...request!, status: "consumed", consumedAt: check.at, consumedBy: check.invocationId };
-    tx.putRequest(encodeRequest(consumed));
-    return { status: "consumed", request: consumed, receipt: append(tx, consumedEvent(consumed, check)) };
+    return { status: "consumed", request: consumed, receipt: putRequest(tx, consumed, consumedEvent(consumed, check)) };
   };
 
-  return {
+  const journal: Journal = {
     kind,
 
-    append: (event) => write({}, (tx) => append(tx, event)),
+    // The subject is the journal's own: a caller's event never becomes a row's latest.
+    append: (event) => write({}, (tx) => append(tx, event.subject === undefined ? event : { ...event, subject: undefined })),
     readAudit: (opts = {}) =>
       read(async () => (await driver.readAudit({ afterSeq: whole(opts.afterSeq ?? 0), limit: limitOf(opts.limit) })).map(unsealAuditEvent)),
     head: () => read(() => driver.head()),
 
     beginIntent: (intent, opts = {}) =>
       write({ entries: [intent.key], ...(opts.grant ? { requests: [opts.grant.requestId] } : {}) }, (tx): BeginIntentResult => {
-        const existing = entryOf(tx.getEntry(intent.key));
+        const existing = entryOf(tx, intent.key);
         const retake = opts.retake;
         if (existing && !(retake && retake.attempts === existing.attempts && retake.states.includes(existing.state))) {
           return { status: "existing", entry: existing };
@@ -100,61 +127,73 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
           grantId = outcome.request.id;
         }
         const entry = startedEntry(intent, (existing?.attempts ?? 0) + 1, grantId);
-        tx.putEntry(encodeEntry(entry));
-        return { status: "started", entry, receipt: append(tx, intentEvent(intent, entry.attempts, grantId)) };
+        return { status: "started", entry, receipt: putEntry(tx, entry, intentEvent(intent, entry.attempts, grantId)) };
       }),
     settleIntent: (key, s) =>
       write({ entries: [key] }, (tx) => {
-        const entry = entryOf(tx.getEntry(key));
+        const entry = entryOf(tx, key);
         if (!entry) throw new ToolError("journal_failed", `no intent recorded under key ${key}`);
         if (entry.intentHash !== s.intentHash) throw new ToolError("journal_failed", `settlement for ${key} is bound to another intent`);
-        tx.putEntry(encodeEntry(settledEntry(entry, s)));
-        return append(tx, settledEvent(entry, key, s));
+        if (s.result && hashCanonical(s.result.output ?? null) !== s.result.outputHash)
+          throw new ToolError("journal_failed", `settlement for ${key} carries an output that does not match its outputHash`);
+        return putEntry(tx, settledEntry(entry, s), settledEvent(entry, key, s));
       }),
-    getIntent: (key) => read(async () => entryOf(await driver.getEntry(key))),
-    listOutbox: (opts = {}) => read(async () => (await driver.listEntries({ states: opts.states, limit: limitOf(opts.limit) })).map(decodeEntry)),
+    getIntent: (key) => read(async () => openEntry(auditKey, await driver.getEntry(key))),
+    listOutbox: (opts = {}) =>
+      read(async () => (await driver.listEntries({ states: opts.states, limit: limitOf(opts.limit) })).map((row) => openEntry(auditKey, row)!)),
     claimOutbox: async (opts) => {
       const updatedBeforeMs = Date.parse(opts.updatedBefore);
       if (Number.isNaN(updatedBeforeMs)) throw new TypeError(`claimOutbox: updatedBefore is not a time: ${opts.updatedBefore}`);
       const claim = { states: opts.states, updatedBeforeMs, limit: whole(opts.limit) };
-      return write({ claim }, (tx) =>
-        tx
-          .claimable(claim)
-          .map(decodeEntry)
-          .map((entry): OutboxEntry => {
-            const next: OutboxEntry = { ...entry, attempts: entry.attempts + 1, updatedAt: opts.leaseUntil ?? opts.at };
-            tx.putEntry(encodeEntry(next));
-            append(tx, claimedEvent(entry, opts.claimant, next.attempts, opts.at));
-            return next;
-          }),
-      );
+      const found: { key: string; problem: string }[] = [];
+      const claimed = await write({ claim }, (tx) => {
+        const out: OutboxEntry[] = [];
+        for (const row of tx.claimable(claim)) {
+          let entry: OutboxEntry;
+          try {
+            entry = openEntry(auditKey, row)!;
+          } catch (error) {
+            if (!ToolError.is(error, "journal_tampered")) throw error;
+            // Never replayed, never resealed: recorded, and moved out of every later claim's reach.
+            found.push({ key: row.id, problem: error.message });
+            tx.putEntry({ key: row.id, state: "unknown", updatedMs: Number.MAX_VALUE, text: row.text! });
+            append(tx, { type: "journal.tampered", at: opts.at, data: { kind: "entry", key: row.id, problem: error.message, claimant: opts.claimant } });
+            continue;
+          }
+          const next: OutboxEntry = { ...entry, attempts: entry.attempts + 1, updatedAt: opts.leaseUntil ?? opts.at };
+          putEntry(tx, next, claimedEvent(entry, opts.claimant, next.attempts, opts.at));
+          out.push(next);
+        }
+        return out;
+      });
+      for (const { key, problem } of found) opts.onTampered?.(key, problem);
+      return claimed;
     },
 
     requestApproval: (input) =>
       write({ requests: [input.id], pending: [input.inputHash] }, (tx) => {
-        for (const r of tx.pendingRequests(input.inputHash).map(decodeRequest)) {
+        for (const r of tx.pendingRequests(input.inputHash).map((row) => openRequest(auditKey, row)!)) {
           if (joinsPendingRequest(r, input))
             return { request: r, created: false, receipt: append(tx, requestedEvent(r, input.invocationId, false, input.createdAt)) };
         }
-        if (tx.getRequest(input.id) !== undefined) throw new ToolError("journal_failed", `an approval request with id ${input.id} already exists`);
+        if (requestOf(tx, input.id) !== undefined) throw new ToolError("journal_failed", `an approval request with id ${input.id} already exists`);
         const request: ApprovalRequest = { ...input, status: "pending" };
-        tx.putRequest(encodeRequest(request));
-        return { request, created: true, receipt: append(tx, requestedEvent(request, input.invocationId, true, input.createdAt)) };
+        return { request, created: true, receipt: putRequest(tx, request, requestedEvent(request, input.invocationId, true, input.createdAt)) };
       }),
-    getApproval: (id) => read(async () => requestOf(await driver.getRequest(id))),
-    listApprovals: (opts = {}) => read(async () => (await driver.listRequests({ states: opts.status, limit: limitOf(opts.limit) })).map(decodeRequest)),
+    getApproval: (id) => read(async () => openRequest(auditKey, await driver.getRequest(id))),
+    listApprovals: (opts = {}) =>
+      read(async () => (await driver.listRequests({ states: opts.status, limit: limitOf(opts.limit) })).map((row) => openRequest(auditKey, row)!)),
     decideApproval: (id, decision) =>
       write({ requests: [id] }, (tx) => {
-        const request = requestOf(tx.getRequest(id));
+        const request = requestOf(tx, id);
         if (!request) throw new ToolError("approval_unknown", `no approval request ${id}`);
         if (request.status !== "pending") throw new ToolError("approval_consumed", `approval request ${id} was already ${request.status}`);
         if (Date.parse(request.expiresAt) <= Date.parse(decision.at)) {
-          tx.putRequest(encodeRequest({ ...request, status: "expired" }));
+          putRequest(tx, { ...request, status: "expired" }, expiredEvent(request, decision.at));
           return new CommittedRefusal(new ToolError("approval_expired", `approval request ${id} expired at ${request.expiresAt}`));
         }
         const decided = decidedRequest(request, decision);
-        tx.putRequest(encodeRequest(decided));
-        return { request: decided, receipt: append(tx, decidedEvent(request, id, decision)) };
+        return { request: decided, receipt: putRequest(tx, decided, decidedEvent(request, id, decision)) };
       }),
     consumeGrant: (check, event) =>
       write({ requests: [check.requestId] }, (tx) => {
@@ -173,10 +212,14 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
       }
     },
   };
+  // Operator work (verifying every row, pruning bodies) reaches the driver through this key; an
+  // enumerable own property, so stores that spread the journal into their own object keep it.
+  Object.defineProperty(journal, JOURNAL_OPERATIONS, {
+    value: journalOperations({ driver, auditKey, write, read, append }),
+    enumerable: true,
+  });
+  return journal;
 }
-
-const entryOf = (stored: string | undefined): OutboxEntry | undefined => (stored === undefined ? undefined : decodeEntry(stored));
-const requestOf = (stored: string | undefined): ApprovalRequest | undefined => (stored === undefined ? undefined : decodeRequest(stored));
 
 /** A count or position as every driver takes it: a whole number from 0 to 2^53 - 1. */
 const whole = (n: number): number => (Number.isNaN(n) ? 0 : Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.floor(n))));

@@ -34,16 +34,16 @@ export interface JournalDriver {
 
   /** The last committed link (`seq` 0 and `GENESIS_MAC` when the chain is empty). */
   head(): Promise<AuditHead>;
-  /** Links with `seq` above `afterSeq`, in order, at most `limit` (all when undefined). */
+  /** Links with `seq` above `afterSeq`, in order, at most `limit` (all when undefined), each with its stored `subject` column. */
   readAudit(range: { readonly afterSeq: number; readonly limit: number | undefined }): Promise<readonly SealedAuditEvent[]>;
-  /** The stored text of an outbox entry. */
-  getEntry(key: string): Promise<string | undefined>;
+  /** An outbox entry with its subject's latest event (`entry:<key>`); `text` undefined when there is no row. */
+  getEntry(key: string): Promise<StoredRow>;
   /** Entries (all, or in one of `states`) in the order they were first written. */
-  listEntries(filter: ListFilter<OutboxState>): Promise<readonly string[]>;
-  /** The stored text of an approval request. */
-  getRequest(id: string): Promise<string | undefined>;
+  listEntries(filter: ListFilter<OutboxState>): Promise<readonly StoredRow[]>;
+  /** An approval request with its subject's latest event (`request:<id>`); `text` undefined when there is no row. */
+  getRequest(id: string): Promise<StoredRow>;
   /** Requests (all, or in one of `statuses`) in the order they were first written. */
-  listRequests(filter: ListFilter<ApprovalStatus>): Promise<readonly string[]>;
+  listRequests(filter: ListFilter<ApprovalStatus>): Promise<readonly StoredRow[]>;
 
   /** Finish what was started, then release files, connections and pools. Called once. */
   close(): Promise<void>;
@@ -57,9 +57,12 @@ export interface JournalDriver {
 export interface JournalTransaction {
   /** The chain's last link as this transaction sees it, its own appends included. */
   head(): AuditHead;
-  /** Store the next link: `sealed.seq` is `head().seq + 1`, and `head()` returns it after. */
+  /**
+   * Store the next link: `sealed.seq` is `head().seq + 1`, and `head()` returns it after. A link
+   * with a `subject` becomes that subject's latest event for the reads after it.
+   */
   appendAudit(sealed: SealedAuditEvent): void;
-  getEntry(key: string): string | undefined;
+  getEntry(key: string): StoredRow;
   /** Insert or replace the entry with this key; a replaced entry keeps its place in list order. */
   putEntry(entry: StoredEntry): void;
   /**
@@ -67,12 +70,30 @@ export interface JournalTransaction {
    * order, at most `claim.limit`, none of them held by a concurrent claim (a driver shared by
    * several writers skips what another transaction holds rather than waiting for it).
    */
-  claimable(claim: OutboxClaim): readonly string[];
-  getRequest(id: string): string | undefined;
+  claimable(claim: OutboxClaim): readonly StoredRow[];
+  getRequest(id: string): StoredRow;
   /** Insert or replace the request with this id; a replaced request keeps its place in list order. */
   putRequest(request: StoredRequest): void;
   /** Requests with status `pending` and this input hash, in list order. */
-  pendingRequests(inputHash: string): readonly string[];
+  pendingRequests(inputHash: string): readonly StoredRow[];
+}
+
+/**
+ * A row as read: its key or id (the column, not the JSON), its stored text, and the latest audit
+ * event whose `subject` is this row (the highest `seq`), found through the audit table's indexed
+ * subject column in the same read. The journal checks the row's seal against that event.
+ */
+export interface StoredRow {
+  readonly id: string;
+  /** Undefined when no row is stored under `id`. */
+  readonly text: string | undefined;
+  readonly latest: RowEvent | undefined;
+}
+
+/** The audit event that recorded a row's version: a row's seal covers its `seq` and `prevMac`. */
+export interface RowEvent {
+  readonly seq: number;
+  readonly prevMac: string;
 }
 
 /** The rows a transaction reads (see {@link JournalDriver.transaction}). */

@@ -97,6 +97,19 @@ export function decidedEvent(request: ApprovalRequest, id: string, decision: App
   };
 }
 
+/** A pending request found expired when a decision came: stored as expired, with this event. */
+export function expiredEvent(request: ApprovalRequest, at: string): AuditEventInput {
+  return {
+    type: "approval.expired",
+    at,
+    invocationId: request.invocationId,
+    toolId: request.toolId,
+    principal: request.principal,
+    tenant: request.tenant,
+    data: { requestId: request.id, expiresAt: request.expiresAt },
+  };
+}
+
 /** The entry a new attempt writes: the intent, pending, its attempt count and grant. */
 export function startedEntry(intent: IntentInput, attempts: number, grantId: string | undefined): OutboxEntry {
   return {

@@ -1,12 +1,31 @@
 import { describe, expect, it } from "vitest";
 import { describeJournal } from "../testing/describe-journal.js";
+import { describeJournalTampering } from "../testing/describe-tampering.js";
 import { verifyAuditChain } from "./audit-chain.js";
-import { createMemoryJournal } from "./memory.js";
+import { createJournal } from "./create-journal.js";
+import { createMemoryJournal, memoryDriver } from "./memory.js";
 import type { AuditRecord } from "./types.js";
 
 describeJournal("memory", async () => {
   const journal = createMemoryJournal({ auditKey: "conformance-key" });
   return { journal, auditKey: "conformance-key" };
+});
+
+describeJournalTampering("memory", async () => {
+  const auditKey = "tamper-key";
+  const driver = memoryDriver();
+  const { entries, requests, latest } = driver.tables;
+  const raw = {
+    entry: async (key: string) => entries.get(key)?.text,
+    putEntry: async (row: { key: string; state: "pending" | "completed" | "failed" | "unknown"; updatedMs: number; text: string }) =>
+      void entries.set(row.key, row),
+    deleteEntry: async (key: string) => void entries.delete(key),
+    request: async (id: string) => requests.get(id)?.text,
+    putRequest: async (row: Parameters<typeof requests.set>[1]) => void requests.set(row.id, row),
+    deleteRequest: async (id: string) => void requests.delete(id),
+    rewindSubject: async (subject: string, to: { seq: number; prevMac: string }) => void latest.set(subject, to),
+  };
+  return { journal: createJournal(driver, { auditKey }), auditKey, raw };
 });
 
 describe("verifyAuditChain finds tampering", () => {

@@ -1,12 +1,14 @@
 import { randomBytes } from "node:crypto";
 import type { AuditKey } from "./audit-chain.js";
 import { createJournal } from "./create-journal.js";
-import type { JournalDriver, JournalTransaction, StoredEntry, StoredRequest } from "./driver.js";
+import type { JournalDriver, JournalTransaction, RowEvent, StoredEntry, StoredRequest, StoredRow } from "./driver.js";
 import { GENESIS_MAC, type Journal } from "./types.js";
 
 export interface MemoryJournalOptions {
   /** HMAC key for the audit chain; random when omitted (then only this process can verify). */
   readonly auditKey?: AuditKey;
+  /** See `CreateJournalOptions.retainReadOutputs`. */
+  readonly retainReadOutputs?: boolean;
 }
 
 export interface MemoryJournal extends Journal {
@@ -17,18 +19,32 @@ export interface MemoryJournal extends Journal {
 /** The journal for tests and single-process tools: the same rules as the durable stores, in memory. */
 export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJournal {
   const auditKey = options.auditKey ?? randomBytes(32);
-  return { ...createJournal(memoryDriver(), { auditKey }), auditKey };
+  const retain = options.retainReadOutputs === undefined ? {} : { retainReadOutputs: options.retainReadOutputs };
+  return { ...createJournal(memoryDriver(), { auditKey, ...retain }), auditKey };
 }
 
 /**
  * Everything stored as text, as a database would (and cheap for the garbage collector in a
  * long-lived process). A transaction runs synchronously, so it is atomic; one that throws is undone.
  */
-function memoryDriver(): JournalDriver {
+/** The memory driver, with its tables in reach (for tests that edit rows behind the journal's back). */
+export interface MemoryDriver extends JournalDriver {
+  readonly tables: {
+    readonly entries: Map<string, StoredEntry>;
+    readonly requests: Map<string, StoredRequest>;
+    /** The subject index: each row's latest link. */
+    readonly latest: Map<string, RowEvent>;
+  };
+}
+
+export function memoryDriver(): MemoryDriver {
   const payloads: string[] = [];
   const macs: string[] = [];
+  const subjects: (string | undefined)[] = [];
   const entries = new Map<string, StoredEntry>();
   const requests = new Map<string, StoredRequest>();
+  // Each subject's latest link (the audit table's subject index).
+  const latest = new Map<string, RowEvent>();
   // Undo for the rows a failed transaction wrote; audit links are undone by truncating to the mark.
   const undo: (() => void)[] = [];
 
@@ -38,11 +54,14 @@ function memoryDriver(): JournalDriver {
     rows.set(id, row);
   };
   const head = () => (macs.length === 0 ? { seq: 0, mac: GENESIS_MAC } : { seq: macs.length, mac: macs[macs.length - 1]! });
-  const list = <T extends { readonly text: string }>(rows: Iterable<T>, keep: (row: T) => boolean, limit = Infinity): string[] => {
-    const out: string[] = [];
-    for (const row of rows) {
+  const entryRow = (key: string, text = entries.get(key)?.text): StoredRow => ({ id: key, text, latest: latest.get(`entry:${key}`) });
+  const requestRow = (id: string, text = requests.get(id)?.text): StoredRow => ({ id, text, latest: latest.get(`request:${id}`) });
+  const list = <T extends { readonly text: string }>(rows: Map<string, T>, keep: (row: T) => boolean, limit = Infinity): StoredRow[] => {
+    const out: StoredRow[] = [];
+    const row = rows === (entries as Map<string, unknown>) ? entryRow : requestRow;
+    for (const [id, r] of rows) {
       if (out.length >= limit) break;
-      if (keep(row)) out.push(row.text);
+      if (keep(r)) out.push(row(id, r.text));
     }
     return out;
   };
@@ -52,17 +71,20 @@ function memoryDriver(): JournalDriver {
     appendAudit(sealed) {
       payloads.push(sealed.payload);
       macs.push(sealed.mac);
+      subjects.push(sealed.subject);
+      if (sealed.subject !== undefined) put(latest, sealed.subject, { seq: sealed.seq, prevMac: sealed.prevMac });
     },
-    getEntry: (key) => entries.get(key)?.text,
+    getEntry: (key) => entryRow(key),
     putEntry: (entry) => put(entries, entry.key, entry),
-    claimable: (claim) => list(entries.values(), (e) => claim.states.includes(e.state) && e.updatedMs < claim.updatedBeforeMs, claim.limit),
-    getRequest: (id) => requests.get(id)?.text,
+    claimable: (claim) => list(entries, (e) => claim.states.includes(e.state) && e.updatedMs < claim.updatedBeforeMs, claim.limit),
+    getRequest: (id) => requestRow(id),
     putRequest: (request) => put(requests, request.id, request),
-    pendingRequests: (inputHash) => list(requests.values(), (r) => r.status === "pending" && r.inputHash === inputHash),
+    pendingRequests: (inputHash) => list(requests, (r) => r.status === "pending" && r.inputHash === inputHash),
   };
 
   return {
     kind: "memory",
+    tables: { entries, requests, latest },
     async transaction(_reads, fn) {
       const mark = macs.length;
       undo.length = 0;
@@ -72,6 +94,7 @@ function memoryDriver(): JournalDriver {
         for (const step of undo.reverse()) step();
         payloads.length = mark;
         macs.length = mark;
+        subjects.length = mark;
         throw error;
       }
     },
@@ -80,13 +103,13 @@ function memoryDriver(): JournalDriver {
       const to = Math.min(macs.length, afterSeq + (limit ?? Infinity));
       return Array.from({ length: Math.max(0, to - afterSeq) }, (_, n) => {
         const i = afterSeq + n;
-        return { seq: i + 1, payload: payloads[i]!, prevMac: i === 0 ? GENESIS_MAC : macs[i - 1]!, mac: macs[i]! };
+        return { seq: i + 1, subject: subjects[i], payload: payloads[i]!, prevMac: i === 0 ? GENESIS_MAC : macs[i - 1]!, mac: macs[i]! };
       });
     },
-    getEntry: async (key) => entries.get(key)?.text,
-    listEntries: async ({ states, limit }) => list(entries.values(), (e) => !states || states.includes(e.state), limit),
-    getRequest: async (id) => requests.get(id)?.text,
-    listRequests: async ({ states, limit }) => list(requests.values(), (r) => !states || states.includes(r.status), limit),
+    getEntry: async (key) => entryRow(key),
+    listEntries: async ({ states, limit }) => list(entries, (e) => !states || states.includes(e.state), limit),
+    getRequest: async (id) => requestRow(id),
+    listRequests: async ({ states, limit }) => list(requests, (r) => !states || states.includes(r.status), limit),
     close: async () => undefined,
   };
 }

@@ -1,11 +1,11 @@
 import { z } from "zod";
 import { EFFECT_BOUNDARIES, TOOL_ERROR_CODES, type ToolErrorCode } from "../errors.js";
 import { EFFECTS } from "../manifest.js";
-import type { StoredEntry, StoredRequest } from "./driver.js";
 import type { ApprovalRequest, ApprovalStatus, OutboxEntry, OutboxState } from "./types.js";
 
 /**
- * Outbox entries and approval requests as drivers store them: JSON text, decoded with schemas.
+ * Outbox entries and approval requests as drivers store them: JSON, decoded with schemas (the
+ * sealed envelope around them is `sealed-rows.ts`).
  * JSON drops `undefined`, so keys the contract requires but allows to be undefined may be missing
  * from stored text; decoding puts them back (`input` and `output` by default, `target` after).
  */
@@ -77,28 +77,20 @@ export const ApprovalRequestSchema = z.object({
   consumedBy: optionalText,
 });
 
-export function encodeEntry(entry: OutboxEntry): StoredEntry {
-  return { key: entry.key, state: entry.state, updatedMs: Date.parse(entry.updatedAt), text: JSON.stringify(entry) };
-}
-
-export function encodeRequest(request: ApprovalRequest): StoredRequest {
-  return { id: request.id, status: request.status, inputHash: request.inputHash, text: JSON.stringify(request) };
-}
-
-/** Decode a stored entry; throws a plain error (not a refusal: the store is corrupt) when invalid. */
-export function decodeEntry(stored: string): OutboxEntry {
+/** Decode a stored entry's row; throws a plain error when it does not match its schema. */
+export function decodeEntry(row: unknown): OutboxEntry {
   // A spread, not rest destructuring: this runs on every read, and rest is several times slower.
-  const e = decode(OutboxEntrySchema, stored, "outbox entry");
+  const e = decode(OutboxEntrySchema, row, "outbox entry");
   return { ...e, target: e.target };
 }
 
-export function decodeRequest(stored: string): ApprovalRequest {
-  const r = decode(ApprovalRequestSchema, stored, "approval request");
+export function decodeRequest(row: unknown): ApprovalRequest {
+  const r = decode(ApprovalRequestSchema, row, "approval request");
   return { ...r, target: r.target };
 }
 
-function decode<T>(schema: z.ZodType<T>, stored: string, what: string): T {
-  const parsed = schema.safeParse(JSON.parse(stored));
+function decode<T>(schema: z.ZodType<T>, row: unknown, what: string): T {
+  const parsed = schema.safeParse(row);
   if (!parsed.success) throw new Error(`a stored ${what} does not match its schema: ${z.prettifyError(parsed.error)}`, { cause: parsed.error });
   return parsed.data;
 }

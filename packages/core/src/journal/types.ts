@@ -74,6 +74,9 @@ export type AuditEventType =
   | "output.flagged"
   | "output.held"
   | "outbox.recovered"
+  | "approval.expired"
+  | "journal.tampered"
+  | "journal.pruned"
   | (string & { readonly __auditEventType?: never });
 
 export interface AuditEventInput {
@@ -86,6 +89,11 @@ export interface AuditEventInput {
   readonly tenant?: string | undefined;
   /** Secret-free, redacted, JSON-only facts. */
   readonly data: Readonly<Record<string, unknown>>;
+  /**
+   * The outbox entry or approval request this event wrote a version of (`entry:<key>`,
+   * `request:<id>`). Set by the journal only: `append` drops it.
+   */
+  readonly subject?: string | undefined;
 }
 
 export interface AuditRecord extends AuditEventInput {
@@ -150,11 +158,23 @@ export interface ClaimOutboxOptions {
    * (now plus a lease), so other claimants cannot take an entry while it is being replayed.
    */
   readonly leaseUntil?: string;
+  /**
+   * Called after the claim commits, once per entry that failed its seal: such an entry is never
+   * returned (never replayed), is recorded as a `journal.tampered` event, and is moved out of
+   * every later claim's reach (state column `unknown`); the row itself is left as it was found.
+   */
+  readonly onTampered?: (key: string, problem: string) => void;
 }
 
 export interface RecordedResult {
-  /** The output as returned (validated, redacted). */
+  /** The output as returned (validated, redacted); undefined when `outputPruned`. */
   readonly output: unknown;
+  /**
+   * Set on read when the journal keeps no body for this result: a read's output under the default
+   * retention, or one removed by `pruneJournal`. `outputHash` still proves what it was; a replay
+   * of it cannot return it.
+   */
+  readonly outputPruned?: true;
   readonly outputHash: string;
   readonly untrusted: boolean;
   readonly findings: readonly InjectionFinding[];

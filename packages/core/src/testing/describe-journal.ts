@@ -4,7 +4,7 @@ import { ToolError } from "../errors.js";
 import { verifyAuditChain, type AuditKey } from "../journal/audit-chain.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import type { Journal } from "../journal/types.js";
-import { at, checkFor, sampleIntent, sampleRequest } from "./journal-samples.js";
+import { at, checkFor, sampleIntent, sampleRequest, withJournalFrom } from "./journal-samples.js";
 import { itWritesWhatTheMemoryJournalWrites } from "./journal-same-as-memory.js";
 
 export { sampleIntent, sampleRequest };
@@ -18,15 +18,7 @@ export interface JournalUnderTest {
 }
 
 export function describeJournal(name: string, open: () => Promise<JournalUnderTest>): void {
-  const withJournal = (fn: (j: JournalUnderTest) => Promise<void>) => async () => {
-    const j = await open();
-    try {
-      await fn(j);
-    } finally {
-      await j.journal.close();
-      await j.cleanup?.();
-    }
-  };
+  const withJournal = withJournalFrom(open);
 
   describe(`journal ${name} (conformance)`, () => {
     it(

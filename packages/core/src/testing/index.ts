@@ -11,3 +11,5 @@ export { createCrashingJournal } from "./crashing-journal.js";
 export type { CrashingJournal } from "./crashing-journal.js";
 export { createNotesStore, createNotesTools } from "./notes-family.js";
 export type { NotesStore } from "./notes-family.js";
+export { describeJournalTampering } from "./describe-tampering.js";
+export type { RawJournalRows, TamperableJournal } from "./describe-tampering.js";

@@ -62,3 +62,17 @@ export const checkFor = (request: ApprovalRequestInput, token: string, overrides
  * The journal conformance suite: every store (memory, SQLite, PostgreSQL) passes the same tests,
  * so the gate can rely on one behaviour.
  */
+
+/** A test body run on a freshly opened journal, closed and cleaned up after, whatever happened. */
+export const withJournalFrom =
+  <J extends { readonly journal: { close(): Promise<void> }; readonly cleanup?: () => Promise<void> | void }>(open: () => Promise<J>) =>
+  (fn: (j: J) => Promise<void>) =>
+  async (): Promise<void> => {
+    const j = await open();
+    try {
+      await fn(j);
+    } finally {
+      await j.journal.close();
+      await j.cleanup?.();
+    }
+  };
