@@ -1,4 +1,4 @@
-export { startToolProcess } from "./host/start-tool-process.js";
+export { startToolProcess, UNSANDBOXED_WARNING } from "./host/start-tool-process.js";
 export type {
   StartToolProcessOptions,
   ProcessToolSettings,
@@ -11,8 +11,9 @@ export type {
 export { processOutputSchema } from "./host/manifests.js";
 export { defaultScopeToken, scopeWithin, TOKEN_PATTERN } from "./host/scopes.js";
 export type { ScopeTokenMapping } from "./host/scopes.js";
-export { DEFAULT_PASS_ENV } from "./host/spawn.js";
-export type { SandboxOption } from "./host/spawn.js";
+export { DEFAULT_PASS_ENV, resolveSandbox } from "./host/spawn.js";
+export type { ResolvedSandbox, SandboxKind, SandboxOption } from "./host/spawn.js";
+export type { ToolClaim } from "./host/untrusted-text.js";
 
 export { FrameDecoder, FrameError, encodeFrame, FRAME_PROBLEMS } from "./protocol/codec.js";
 export type { FrameDecoderOptions, FrameProblem } from "./protocol/codec.js";

@@ -16,9 +16,12 @@ export interface ProcessToolSettings {
   readonly effect?: Effect;
   readonly risk?: RiskLevel;
   readonly visibility?: Visibility;
-  /** When a human must approve. A tool's `RequiresEscalation` asks for approval on top of this. */
+  /**
+   * When a human must approve (a predicate gets the input and the call's identity). A tool's
+   * `RequiresEscalation` asks for approval on top of this, for the same caller's same input only.
+   */
   readonly approval?: ApprovalRule<unknown>;
-  /** The summary a human approves; default: the tool id and the input (and the escalation reason, when there is one). */
+  /** The summary a human approves; default: the tool id and the input. An escalated call always gets the host's escalation preview instead. */
   readonly preview?: (input: unknown, ctx: PreviewContext) => ApprovalPreview | Promise<ApprovalPreview>;
   readonly idempotent?: boolean;
   readonly retryable?: boolean;
@@ -60,7 +63,12 @@ export interface StartToolProcessOptions {
   /** Host variables passed through by name; default `PATH`, `LANG`, `LC_ALL`, `LC_CTYPE`, `TZ`. */
   readonly passEnv?: readonly string[];
   readonly cwd?: string;
-  /** A wrapper the spawn goes through. A wrapper that cannot be found is a start-up error naming it. */
+  /**
+   * A wrapper the spawn goes through. Default `"auto"`: bubblewrap where `bwrap` is on PATH; where it
+   * is not, no sandbox, a start-up warning (`onLog`, or a process warning with code
+   * `TOOLGATE_PROCESS_UNSANDBOXED`) and an inventory that says so. `"none"`: no sandbox, explicitly.
+   * An explicit wrapper that cannot be found is a start-up error naming it.
+   */
   readonly sandbox?: SandboxOption;
   /** Per tool: a narrower scope than the one it declares. A wider (or unrelated) one refuses start-up. */
   readonly scopeOverrides?: Readonly<Record<string, string>>;
