@@ -44,8 +44,17 @@ function isolationOf(options: StartToolProcessOptions, sandbox: ResolvedSandbox)
       ? `, no sandbox (${sandbox.automatic ? 'sandbox "auto" found no bwrap on PATH' : 'sandbox "none", chosen by the operator'})`
       : ` inside ${sandbox.kind} (${how})`;
   const notes = `tool process ${JSON.stringify(options.command)}${where}; environment allowlisted`;
-  if (sandbox.kind === "bubblewrap") return { network: "none", filesystem: "read-only host", secrets: "none", subprocess: "process", notes };
-  if (sandbox.kind === "firejail") return { network: "none", filesystem: "host", secrets: "none", subprocess: "process", notes };
+  // The operator's extra wrapper arguments can undo what the wrapper would enforce: never claim it then.
+  const extra = typeof sandbox.option === "object" && "args" in sandbox.option ? (sandbox.option.args ?? []) : [];
+  if (sandbox.kind === "bubblewrap") {
+    const network = extra.includes("--share-net") ? "unrestricted" : "none";
+    const writable = extra.some((a) => ["--bind", "--bind-try", "--dev-bind", "--dev-bind-try"].includes(a));
+    return { network, filesystem: writable ? "read-only host, writable binds" : "read-only host", secrets: "none", subprocess: "process", notes };
+  }
+  if (sandbox.kind === "firejail") {
+    const network = extra.some((a) => a.startsWith("--net") && a !== "--net=none") ? "as the wrapper allows" : "none";
+    return { network, filesystem: "host", secrets: "none", subprocess: "process", notes };
+  }
   return { network: sandbox.kind === "custom" ? "as the wrapper allows" : "unrestricted", filesystem: "host", secrets: "none", subprocess: "process", notes };
 }
 

@@ -25,11 +25,11 @@ function tempDir(prefix: string): string {
   return dir;
 }
 
-async function probe(options: Partial<StartToolProcessOptions> = {}) {
+async function probe(options: Partial<StartToolProcessOptions> = {}, writeIn = tempDir("toolgate-sandbox-default-")) {
   const handle = await startToolProcess({ name: "probe", command: NODE, args: [PROBE_TOOL, marker()], ...options });
   handles.push(handle);
   const run = toolRunner(handle);
-  const file = join(tempDir("toolgate-sandbox-default-"), "written.txt");
+  const file = join(writeIn, "written.txt");
   return {
     isolation: handle.family.tools[0]!.runtimeIsolation,
     ownNetwork: ((await run("network", {})) as { namespace: string }).namespace !== readlinkSync("/proc/self/ns/net"),
@@ -96,6 +96,16 @@ describe.skipIf(findOrUndefined("bwrap") === undefined && !process.env["CI"])("n
     expect(handle.family.tools[0]!.runtimeIsolation.notes).toMatch(/inside bubblewrap \(sandbox "auto"\)/);
     const { gate, call } = gateOver(handle);
     expect(await gate.invoke("textstats.word_count", { text: "one two" }, call)).toMatchObject({ status: "ok", output: { output: { words: 2 } } });
+  });
+});
+
+describe.skipIf(findOrUndefined("bwrap") === undefined && !process.env["CI"])("wrapper arguments that undo the sandbox are not hidden by the inventory", () => {
+  it("bubblewrap with --share-net says network unrestricted (and it is); with a --bind, writable binds (and they are)", async () => {
+    const shared = await probe({ sandbox: { kind: "bubblewrap", args: ["--share-net"] }, onLog: () => undefined });
+    expect(shared).toMatchObject({ isolation: { network: "unrestricted", filesystem: "read-only host" }, ownNetwork: false, write: { ok: false } });
+    const dir = tempDir("toolgate-sandbox-bind-");
+    const bound = await probe({ sandbox: { kind: "bubblewrap", args: ["--bind", dir, dir] }, onLog: () => undefined }, dir);
+    expect(bound).toMatchObject({ isolation: { network: "none", filesystem: "read-only host, writable binds" }, ownNetwork: true, write: { ok: true } });
   });
 });
 
