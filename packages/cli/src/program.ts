@@ -5,6 +5,7 @@ import { callCommand } from "./commands/call.js";
 import { connectionsAdd, connectionsRevoke, connectionsStatus } from "./commands/connections.js";
 import { docsCommand } from "./commands/docs.js";
 import { inventoryCommand } from "./commands/inventory.js";
+import { journalPrune } from "./commands/journal.js";
 import { outboxList, outboxRecover, outboxResolve } from "./commands/outbox.js";
 import { serveMcp } from "./commands/serve-mcp.js";
 import { toolInit, toolTest } from "./commands/tool.js";
@@ -142,6 +143,15 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .action(
       withRuntime((rt, key: string, opts: { applied?: boolean; notApplied?: boolean; operator: string; note?: string }) => outboxResolve(rt, key, opts, io)),
     );
+
+  program
+    .command("journal")
+    .description("the journal's storage")
+    .command("prune")
+    .description("remove the output bodies of entries settled before a date (their sealed hashes stay)")
+    .requiredOption("--before <date>", "an ISO-8601 date or time in the past, e.g. 2026-01-31")
+    .option("--json", "print JSON", false)
+    .action(withRuntime((rt, opts: { before: string; json: boolean }) => journalPrune(rt, opts, io)));
 
   const connections = program.command("connections").description("the token vault: connections to providers");
   connections

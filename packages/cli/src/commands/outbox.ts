@@ -36,11 +36,11 @@ export async function outboxRecover(runtime: Runtime, options: { olderThan: stri
   if (options.json) io.out(JSON.stringify(report, null, 2));
   else {
     io.out(
-      `claimed ${report.claimed}: ${report.replayed} replayed, ${report.unknown} left for an operator, ${report.failed} failed, ${report.skipped} skipped`,
+      `claimed ${report.claimed}: ${report.replayed} replayed, ${report.unknown} left for an operator, ${report.failed} failed, ${report.skipped} skipped, ${report.tampered} tampered (not replayed)`,
     );
     for (const e of report.entries) io.out(`  ${e.action.padEnd(8)} ${e.toolId} ${e.key}${e.detail ? ` (${e.detail})` : ""}`);
   }
-  return report.unknown > 0 ? EXIT.failed : EXIT.ok;
+  return report.unknown > 0 || report.tampered > 0 ? EXIT.failed : EXIT.ok;
 }
 
 export async function outboxResolve(

@@ -1,0 +1,86 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { hashCanonical } from "@toolgate/core";
+import { verifyJournalRows } from "@toolgate/core/operator";
+import { sampleIntent } from "@toolgate/core/testing";
+import { beforeEach, describe, expect, it } from "vitest";
+import { tempProject } from "../fixtures/temp-project.js";
+import type { Io } from "../output.js";
+import { run } from "../program.js";
+import { openRuntime } from "../runtime.js";
+import { parseBefore } from "./journal.js";
+
+let dir: string;
+beforeEach(() => {
+  dir = tempProject("toolgate-journal-");
+});
+
+async function toolgate(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), interactive: false };
+  const code = await run(args, { io, cwd: dir });
+  return { code, stdout: out.join("\n"), stderr: err.join("\n") };
+}
+
+/** Two completed writes in the project's journal, settled on 2026-01-01. */
+async function settledWrites(): Promise<void> {
+  const runtime = await openRuntime({ cwd: dir });
+  try {
+    for (const key of ["k1", "k2"]) {
+      const intent = sampleIntent(key);
+      await runtime.journal.beginIntent(intent);
+      const output = { saved: key };
+      await runtime.journal.settleIntent(key, {
+        state: "completed",
+        boundary: "effect_completed",
+        intentHash: intent.intentHash,
+        invocationId: intent.invocationId,
+        at: intent.at,
+        result: { output, outputHash: hashCanonical(output), untrusted: false, findings: [] },
+      });
+    }
+  } finally {
+    await runtime.close();
+  }
+}
+
+describe("toolgate journal prune", () => {
+  it("refuses a date that is not one, or is in the future, as a usage error", async () => {
+    expect(() => parseBefore("yesterday")).toThrow(/not a date/);
+    expect(() => parseBefore("2026-13-45")).toThrow(/not a date/);
+    expect(() => parseBefore("2999-01-01")).toThrow(/in the future/);
+    expect(parseBefore("2026-01-31")).toBe("2026-01-31T00:00:00.000Z");
+    expect((await toolgate("journal", "prune", "--before", "soon")).code).toBe(2);
+    expect((await toolgate("journal", "prune")).code).toBe(2);
+  });
+
+  it("removes the bodies of entries settled before the date; rows and chain still verify", async () => {
+    await settledWrites();
+    const kept = await toolgate("journal", "prune", "--before", "2025-12-31");
+    expect(kept).toMatchObject({ code: 0 });
+    expect(kept.stdout).toMatch(/pruned the output bodies of 0 entries/);
+    const pruned = await toolgate("journal", "prune", "--before", "2026-06-01", "--json");
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(JSON.parse(pruned.stdout)).toMatchObject({ before: "2026-06-01T00:00:00.000Z", pruned: 2, tampered: [] });
+    const runtime = await openRuntime({ cwd: dir });
+    try {
+      expect((await runtime.journal.getIntent("k1"))?.result).toMatchObject({ outputPruned: true, outputHash: hashCanonical({ saved: "k1" }) });
+      expect(await verifyJournalRows(runtime.journal)).toMatchObject({ ok: true, problems: [] });
+    } finally {
+      await runtime.close();
+    }
+    expect((await toolgate("audit", "verify")).code).toBe(0);
+  });
+
+  it("leaves an entry that fails its seal as found, names it, and exits 1", async () => {
+    await settledWrites();
+    const db = new Database(join(dir, ".toolgate", "journal.db"));
+    db.prepare('UPDATE outbox SET entry = replace(entry, \'"saved":"k2"\', \'"saved":"k9"\') WHERE key = \'k2\'').run();
+    db.close();
+    const r = await toolgate("journal", "prune", "--before", "2026-06-01");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/of 1 entries/);
+    expect(r.stderr).toMatch(/1 entries fail their seal and were left as found: k2/);
+  });
+});
