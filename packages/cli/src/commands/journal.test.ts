@@ -4,9 +4,7 @@ import { hashCanonical } from "@toolgate/core";
 import { verifyJournalRows } from "@toolgate/core/operator";
 import { sampleIntent } from "@toolgate/core/testing";
 import { beforeEach, describe, expect, it } from "vitest";
-import { tempProject } from "../fixtures/temp-project.js";
-import type { Io } from "../output.js";
-import { run } from "../program.js";
+import { runIn, tempProject } from "../fixtures/temp-project.js";
 import { openRuntime } from "../runtime.js";
 import { parseBefore } from "./journal.js";
 
@@ -15,13 +13,7 @@ beforeEach(() => {
   dir = tempProject("toolgate-journal-");
 });
 
-async function toolgate(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), interactive: false };
-  const code = await run(args, { io, cwd: dir });
-  return { code, stdout: out.join("\n"), stderr: err.join("\n") };
-}
+const toolgate = (...args: string[]) => runIn(dir, ...args);
 
 /** Two completed writes in the project's journal, settled on 2026-01-01. */
 async function settledWrites(): Promise<void> {
