@@ -43,18 +43,27 @@ export function protectPath(absPath: string): void {
   registry().add(path.resolve(absPath));
 }
 
+/** How long the real forms of the protected paths are reused before they are resolved again. */
+const REAL_FORMS_TTL_MS = 1000;
+let cached: { readonly at: number; readonly count: number; readonly paths: readonly string[] } | undefined;
+
 /**
  * Every protected path in both its given spelling and its real one (the nearest existing ancestor
- * resolved through its links, then the missing names), without duplicates.
+ * resolved through its links, then the missing names), without duplicates. The real forms are
+ * resolved again at most once a second, and whenever a path is added.
  */
 export function protectedPaths(): readonly string[] {
+  const given = registry().list();
+  const now = Date.now();
+  if (cached !== undefined && cached.count === given.length && now - cached.at < REAL_FORMS_TTL_MS) return cached.paths;
   const all = new Set<string>();
-  for (const given of registry().list()) {
-    all.add(given);
-    const real = realForm(given);
+  for (const p of given) {
+    all.add(p);
+    const real = realForm(p);
     if (real !== undefined) all.add(real);
   }
-  return [...all];
+  cached = { at: now, count: given.length, paths: Object.freeze([...all]) };
+  return cached.paths;
 }
 
 /** The protected path (as stored or resolved) that `realPath` lies at or under, if any. */
