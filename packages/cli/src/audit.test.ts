@@ -132,6 +132,43 @@ describe("toolgate audit head and verify --expected-head", () => {
   });
 });
 
+describe("toolgate audit verify reports stored rows with the chain", () => {
+  it("an approval request granted by editing the file fails verify by name while the chain still verifies", async () => {
+    const ask = ["call", "notes.save_note", "--input", '{"name":"todo","text":"buy milk"}', "--profile", "writer", "--key", "todo-1"];
+    const asked = await toolgate(...ask);
+    expect(asked.code).toBe(4);
+    const id = /request (apr_[0-9a-f-]+)/.exec(asked.stdout)![1]!;
+    const clean = await toolgate("audit", "verify");
+    expect(clean.code, clean.stderr).toBe(0);
+    expect(clean.stdout).toMatch(/stored rows verified: \d+ outbox entries, 1 approval requests/);
+    const db = new Database(join(dir, ".toolgate", "journal.db"));
+    const granted = db
+      .prepare(`UPDATE approvals SET status = 'granted', request = replace(request, '"status":"pending"', '"status":"granted"') WHERE request_id = ?`)
+      .run(id);
+    db.close();
+    expect(granted.changes).toBe(1);
+    const chainOnly = JSON.parse((await toolgate("audit", "verify", "--json")).stdout) as { ok: boolean; rows: { ok: boolean } };
+    expect(chainOnly).toMatchObject({ ok: true, rows: { ok: false } });
+    const edited = await toolgate("audit", "verify");
+    expect(edited.code).toBe(1);
+    expect(edited.stderr).toMatch(new RegExp(`1 stored row fails verification: approval request ${id}: seal`));
+  });
+
+  it("an edited recorded result of a completed call fails verify naming the outbox entry", async () => {
+    const ask = ["call", "notes.save_note", "--input", '{"name":"todo","text":"buy milk"}', "--profile", "writer", "--key", "todo-2"];
+    const id = /request (apr_[0-9a-f-]+)/.exec((await toolgate(...ask)).stdout)![1]!;
+    expect((await toolgate("approvals", "approve", id, "--approver", "ops")).code).toBe(0);
+    expect((await toolgate(...ask)).code).toBe(0);
+    const db = new Database(join(dir, ".toolgate", "journal.db"));
+    const edited = db.prepare(`UPDATE outbox SET entry = replace(entry, '"saved":"todo"', '"saved":"evil"') WHERE state = 'completed'`).run();
+    db.close();
+    expect(edited.changes).toBe(1);
+    const r = await toolgate("audit", "verify");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/1 stored row fails verification: outbox entry [0-9a-f]{64}: \w+/);
+  });
+});
+
 describe("a witness file configured as journal.witness", () => {
   const witnessed = (path: string) => (text: string) =>
     text.replace('journal: { sqlite: ".toolgate/journal.db" },', `journal: { sqlite: ".toolgate/journal.db", witness: ${JSON.stringify(path)} },`);

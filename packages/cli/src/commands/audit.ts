@@ -3,7 +3,15 @@ import { writeFile } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { InvalidArgumentError } from "commander";
 import { ToolError, type AuditRecord, type Journal } from "@toolgate/core";
-import { checkPinnedHeads, readWitness, verifyAuditChain, withWitness, type PinnedHead } from "@toolgate/core/operator";
+import {
+  checkPinnedHeads,
+  readWitness,
+  verifyAuditChain,
+  verifyJournalRows,
+  withWitness,
+  type JournalRowsVerdict,
+  type PinnedHead,
+} from "@toolgate/core/operator";
 import type { ToolgateConfig } from "../config.js";
 import { CliFailure, EXIT, progress, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
@@ -78,17 +86,29 @@ export async function auditVerify(runtime: Runtime, options: AuditVerifyOptions,
   const verdict = verifyAuditChain(all, { key: runtime.auditKey });
   const pinned = verdict.ok && options.expectedHead ? checkPinnedHeads(all, [options.expectedHead]) : undefined;
   const witnessed = verdict.ok && witness?.ok ? checkPinnedHeads(all, witness.checkpoints) : undefined;
-  if (options.json) io.out(JSON.stringify({ ...verdict, ...(pinned ? { expectedHead: pinned } : {}), ...(witness ? { witness: witnessed ?? witness } : {}) }));
+  // Outbox entries and approval requests against their seals and the events that wrote them.
+  const rows = verdict.ok ? await verifyJournalRows(runtime.journal) : undefined;
+  if (options.json)
+    io.out(
+      JSON.stringify({
+        ...verdict,
+        ...(rows ? { rows } : {}),
+        ...(pinned ? { expectedHead: pinned } : {}),
+        ...(witness ? { witness: witnessed ?? witness } : {}),
+      }),
+    );
   if (!verdict.ok) {
     const bad = all.find((r) => r.seq === verdict.seq);
     throw new CliFailure(`audit chain broken at #${verdict.seq}${bad ? ` (${bad.type} ${bad.toolId ?? ""})` : ""}: ${verdict.reason}`, EXIT.failed);
   }
+  if (rows && !rows.ok) throw new CliFailure(rowsFailure(rows), EXIT.failed);
   if (pinned && !pinned.ok) throw new CliFailure(`audit chain does not hold the expected head: ${pinned.reason}`, EXIT.failed);
   if (witness && !witness.ok) throw new CliFailure(`witness file ${options.witness} line ${witness.line}: ${witness.reason}`, EXIT.failed);
   if (witnessed && !witnessed.ok)
     throw new CliFailure(`audit chain does not hold a checkpoint of the witness file ${options.witness}: ${witnessed.reason}`, EXIT.failed);
   if (!options.json) {
     const lines = [`audit chain verified: ${verdict.count} events, head #${verdict.head.seq} ${verdict.head.mac.slice(0, 16)}`];
+    if (rows) lines.push(`stored rows verified: ${rows.entries} outbox entries, ${rows.requests} approval requests`);
     if (pinned?.ok) lines.push(`expected head #${options.expectedHead!.seq} found; ${pinned.following} events follow it`);
     if (witnessed?.ok)
       lines.push(
@@ -99,6 +119,15 @@ export async function auditVerify(runtime: Runtime, options: AuditVerifyOptions,
     io.out(lines.join("\n"));
   }
   return EXIT.ok;
+}
+
+/** The rows that fail, as one line: how many, and the first few with what is wrong. */
+function rowsFailure(rows: JournalRowsVerdict): string {
+  if (!rows.chain.ok) return `audit chain broken at #${rows.chain.seq}: ${rows.chain.reason}`;
+  const named = { entry: "outbox entry", request: "approval request", audit: "audit event" } as const;
+  const shown = rows.problems.slice(0, 5).map((p) => `${named[p.kind]} ${p.id}: ${p.problem} (${p.detail})`);
+  const more = rows.problems.length > shown.length ? `; and ${rows.problems.length - shown.length} more (--json lists all)` : "";
+  return `${rows.problems.length} stored row${rows.problems.length === 1 ? " fails" : "s fail"} verification: ${shown.join("; ")}${more}`;
 }
 
 /**
