@@ -203,6 +203,15 @@ describe("a witness file configured as journal.witness", () => {
     expect((await toolgate("audit", "verify", "--witness", join(dir, "nope.witness"))).code).toBe(3);
   });
 
+  it("toolgate.config.json: a witness that is not a non-empty path is a configuration error naming journal", async () => {
+    for (const witness of ['""', "5", "null"]) {
+      writeFileSync(join(dir, "bad.json"), `{ "families": [], "profiles": [], "journal": { "sqlite": "j.db", "witness": ${witness} } }`);
+      const r = await toolgate("--config", "bad.json", "audit", "head");
+      expect(r.code, witness).toBe(3);
+      expect(r.stderr, witness).toMatch(/bad\.json is invalid: journal/);
+    }
+  });
+
   it("refuses a witness inside the journal's directory, also through a symbolic link; a witness elsewhere in the project is fine", async () => {
     // One file per configuration: a module once imported stays loaded in this process.
     const configWith = (name: string, path: string): string => {

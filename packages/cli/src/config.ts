@@ -35,7 +35,7 @@ export interface Composition {
 const witness = { witness: z.string().min(1).optional() };
 const journalSchema = z.union(
   [z.object({ sqlite: z.string(), ...witness }), z.object({ postgres: z.string(), ...witness }), z.object({ memory: z.literal(true), ...witness })],
-  { error: 'must be { "sqlite": path }, { "postgres": url } or { "memory": true }, each with an optional "witness": path' },
+  { error: 'must be { "sqlite": path }, { "postgres": url } or { "memory": true }' },
 );
 
 /** A key kept in a file or an environment variable. */
