@@ -5,6 +5,7 @@ import fc from "fast-check";
 import type { InvokeResult } from "@toolgate/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importHostile, SECRET, type HostileImport } from "../fixtures/hostile.js";
+import { LineTooLongError, StdioClientLineTransport } from "./stdio-transport.js";
 
 const seed = Number(process.env["TOOLGATE_FC_SEED"] ?? 0x70_01_6a_7e);
 const EXPECTED_CODES = new Set(["protocol_error", "output_invalid", "provider_rejected", "provider_unavailable"]);
@@ -86,5 +87,46 @@ describe("fuzz: whatever an imported server answers, gate.invoke returns a typed
     expect(seen.get("ok")).toBeGreaterThan(0);
     expect(seen.get("protocol_error")).toBeGreaterThan(0);
     expect(await h.call("plain", {})).toMatchObject({ status: "ok" });
+  });
+});
+
+describe("fuzz: the stdio transport reads lines whatever the chunks", () => {
+  it("messages split at any points arrive whole and in order; a line over the limit breaks it", { timeout: 120_000 }, async () => {
+    const message = fc.record({
+      jsonrpc: fc.constant("2.0" as const),
+      method: fc.constantFrom("notifications/a", "notifications/b"),
+      params: fc.record({ s: fc.string({ unit: "binary", maxLength: 300 }) }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(message, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        fc.boolean(),
+        async (messages, cuts, oversize) => {
+          const wire = Buffer.from(messages.map((m) => `${JSON.stringify(m)}\n`).join("") + (oversize ? `${"x".repeat(5000)}` : ""));
+          const points = [...new Set(cuts.map((c) => c % wire.length))].sort((a, b) => a - b);
+          const chunks = [0, ...points, wire.length].slice(1).map((end, i, all) => wire.subarray(i === 0 ? 0 : all[i - 1], end).toString("base64"));
+          const script = `const c=${JSON.stringify(chunks)};let i=0;const next=()=>{if(i<c.length){process.stdout.write(Buffer.from(c[i++],"base64"));setTimeout(next,2)}};next();process.stdin.resume();`;
+          const transport = new StdioClientLineTransport({ command: process.execPath, args: ["-e", script], env: {}, stderr: "ignore", maxLineBytes: 4096 });
+          const received: unknown[] = [];
+          const errors: Error[] = [];
+          const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
+          transport.onmessage = (m) => received.push(m);
+          transport.onerror = (e) => errors.push(e);
+          await transport.start();
+          const longest = Math.max(...messages.map((m) => Buffer.byteLength(JSON.stringify(m))));
+          // Until every message arrived (and, with a line over the limit, the error), at most 10 s.
+          for (let waited = 0; waited < 10_000 && (received.length < messages.length || errors.length < (oversize ? 1 : 0)); waited += 10) {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+          await transport.close();
+          await closed;
+          expect(longest).toBeLessThan(4096);
+          expect(received).toEqual(messages);
+          expect(errors.some((e) => e instanceof LineTooLongError)).toBe(oversize);
+        },
+      ),
+      { seed, numRuns: 30, endOnFailure: true },
+    );
   });
 });

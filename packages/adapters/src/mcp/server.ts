@@ -292,8 +292,8 @@ function toCallResult(result: Exclude<InvokeResult, ApprovalRequiredResult>, str
   const output = result.output;
   return {
     content: [{ type: "text", text: result.content }],
-    // Untrusted output leaves only inside the fence (`content`), whatever the tool's schema.
-    ...(structured && !result.untrusted && isRecord(output) ? { structuredContent: output } : {}),
+    // `structured` only for tools that declare an output schema: never one with untrusted output (see toMcpTool).
+    ...(structured && isRecord(output) ? { structuredContent: output } : {}),
     _meta: {
       [MCP_META.result]: {
         status: "ok",
