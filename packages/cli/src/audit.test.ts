@@ -4,9 +4,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { openSqliteJournal } from "@toolgate/store-sqlite";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { Io } from "./output.js";
-import { notesConfig, tempProject } from "./fixtures/temp-project.js";
-import { run } from "./program.js";
+import { notesConfig, runIn, tempProject } from "./fixtures/temp-project.js";
 
 let dir: string;
 beforeEach(() => {
@@ -14,13 +12,7 @@ beforeEach(() => {
 });
 
 /** The CLI run in this process against the temp project: its real SQLite journal file. */
-async function toolgate(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), interactive: false };
-  const code = await run(args, { io, cwd: dir });
-  return { code, stdout: out.join("\n"), stderr: err.join("\n") };
-}
+const toolgate = (...args: string[]) => runIn(dir, ...args);
 
 async function someCalls(count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
