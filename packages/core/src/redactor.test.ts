@@ -50,3 +50,116 @@ describe("createRedactor", () => {
     expect(r.contains("nothing")).toBe(false);
   });
 });
+
+/** Every encoder a secret may pass through on its way out: URL, form and JSON, in any case. */
+function encodings(secret: string): Record<string, string> {
+  const component = encodeURIComponent(secret);
+  const lower = component.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase());
+  let flip = false;
+  const mixed = component.replace(/%[0-9A-F]{2}/g, (e) => ((flip = !flip) ? e.toLowerCase() : e));
+  const base64 = Buffer.from(secret).toString("base64").replace(/=+$/, ""); // padding is not the secret
+  const jsonUnicode = Array.from(secret, (ch) =>
+    /[a-zA-Z0-9._-]/.test(ch) ? ch : Array.from({ length: ch.length }, (_, i) => `\\u${ch.charCodeAt(i).toString(16).padStart(4, "0")}`).join(""),
+  ).join("");
+  return {
+    component,
+    lowerPercent: lower,
+    mixedPercent: mixed,
+    uri: encodeURI(secret),
+    form: new URLSearchParams({ v: secret }).toString().slice(2),
+    formLower: new URLSearchParams({ v: secret })
+      .toString()
+      .slice(2)
+      .replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+    jsonSlashes: JSON.stringify(secret).slice(1, -1).replace(/\//g, "\\/"),
+    jsonUnicodeLower: jsonUnicode,
+    jsonUnicodeUpper: jsonUnicode.replace(/\\u([0-9a-f]{4})/g, (_, h: string) => `\\u${h.toUpperCase()}`),
+    base64InForm: new URLSearchParams({ v: base64 }).toString().slice(2),
+    base64InLowerUrl: encodeURIComponent(base64).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+  };
+}
+
+describe("createRedactor: every URL, form and JSON spelling, in any case", () => {
+  const secrets = ["pass word/with+plus=eq&amp", "clé-secrète-日本", "sk+/=&% live", "a b c d e f"];
+  for (const secret of secrets) {
+    for (const [name, text] of Object.entries(encodings(secret))) {
+      it(`redacts ${JSON.stringify(secret)} ${name}-encoded (${text.slice(0, 40)})`, () => {
+        const r = createRedactor([secret]);
+        const out = r.redactText(`before=${text}&after`);
+        expect(out).toBe(`before=${REDACTED}&after`);
+        expect(r.contains(text)).toBe(true);
+      });
+    }
+  }
+
+  it("keeps text that only resembles a secret", () => {
+    const r = createRedactor(["pass word/with+plus"]);
+    expect(r.redactText("pass word-with+plus pass%20word%2Gwith")).toBe("pass word-with+plus pass%20word%2Gwith");
+  });
+});
+
+describe("createRedactor: a secret leaves when what held it ends", () => {
+  it("drops a secret registered until a time once the clock passes it, and one unregistered early at once", () => {
+    let now = 1000;
+    const r = createRedactor(["permanent-secret"], { clock: () => now });
+    r.register("grant-token-one", { until: 2000 });
+    r.register("grant-token-two", { until: 5000 });
+    expect(r.size).toBe(3);
+    expect(r.redactText("grant-token-one")).toBe(REDACTED);
+    now = 2000;
+    expect(r.redactText("grant-token-one grant-token-two")).toBe(`grant-token-one ${REDACTED}`);
+    r.unregister("grant-token-two");
+    expect(r.redactText("grant-token-two permanent-secret")).toBe(`grant-token-two ${REDACTED}`);
+    expect(r.size).toBe(1);
+  });
+
+  it("never lets unregister or an expiry remove a permanent registration or a held secret", () => {
+    let now = 0;
+    const r = createRedactor([], { clock: () => now });
+    r.register("both-ways-secret");
+    r.register("both-ways-secret", { until: 10 });
+    const lease = r.hold("held-only-secret");
+    r.register("held-only-secret", { until: 10 });
+    r.unregister("both-ways-secret");
+    r.unregister("held-only-secret");
+    now = 100;
+    expect(r.redactText("both-ways-secret held-only-secret")).toBe(`${REDACTED} ${REDACTED}`);
+    lease.release();
+    lease.release(); // once only
+    expect(r.redactText("held-only-secret")).toBe("held-only-secret");
+  });
+
+  it("keeps a secret held twice until both holds are released, and ignores a time already past", () => {
+    const r = createRedactor([], { clock: () => 50 });
+    const a = r.hold("shared-access-token");
+    const b = r.hold("shared-access-token");
+    a.release();
+    expect(r.contains("shared-access-token")).toBe(true);
+    b.release();
+    expect(r.contains("shared-access-token")).toBe(false);
+    r.register("stale-grant-token", { until: 50 });
+    r.register("odd-grant-token", { until: Number.NaN });
+    expect(r.size).toBe(0);
+  });
+
+  it("returns to its base set after 10,000 grants are registered and released", () => {
+    let now = 0;
+    const r = createRedactor(["base-secret-a", "base-secret-b"], { clock: () => now });
+    const base = r.size;
+    let missed = 0;
+    // Grants live 20 ticks; half are consumed at once, the rest expire: like an approval desk at work.
+    for (let i = 0; i < 10_000; i++) {
+      const token = `grant-token-${i.toString(36).padStart(6, "0")}`;
+      r.register(token, { until: now + 20 });
+      if (r.redactText(`t=${token}`) !== `t=${REDACTED}`) missed++;
+      if (i % 2 === 0) r.unregister(token); // consumed; the rest expire
+      now += 1;
+    }
+    expect(missed).toBe(0);
+    expect(r.size).toBeGreaterThan(base);
+    expect(r.size).toBeLessThanOrEqual(base + 20);
+    now += 20;
+    expect(r.size).toBe(base);
+    expect(r.redactText("grant-token-000001 base-secret-a")).toBe(`grant-token-000001 ${REDACTED}`);
+  });
+});

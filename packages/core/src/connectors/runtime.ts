@@ -1,6 +1,6 @@
 import type { ConnectorHandle, ConnectorOpenRequest, ConnectorRuntime } from "../context.js";
 import { ToolError } from "../errors.js";
-import { createRedactor } from "../redactor.js";
+import { createRedactor, type SecretLease } from "../redactor.js";
 import {
   TokenRefreshError,
   type AccessGrant,
@@ -75,17 +75,42 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
     providers.set(adapter.provider, adapter);
   }
 
-  // Everything the runtime has seen, so that its own messages and log events are scrubbed too.
-  const scrubber = createRedactor();
-  const remember = (request: ConnectorOpenRequest | undefined, ...values: (string | undefined)[]): void => {
+  // What the runtime holds now, so that its own messages and log events are scrubbed too: client
+  // secrets for good, an access token until it expires, a refresh token until the connection's
+  // next one replaces it. Tokens of connections long gone leave, so the scrubber's cost stays flat.
+  const scrubber = createRedactor([], { clock });
+  const refreshTokens = new Map<string, SecretLease>();
+  const tell = (request: ConnectorOpenRequest | undefined, value: string): void => {
+    options.registerSecret?.(value);
+    request?.registerSecret(value);
+  };
+  const rememberSecrets = (request: ConnectorOpenRequest | undefined, values: readonly string[]): void => {
     for (const value of values) {
-      if (value === undefined || value === "") continue;
+      if (typeof value !== "string" || value === "") continue;
       scrubber.register(value);
-      options.registerSecret?.(value);
-      request?.registerSecret(value);
+      tell(request, value);
     }
   };
-  for (const adapter of providers.values()) remember(undefined, ...(adapter.secrets ?? []));
+  const rememberTokens = (
+    request: ConnectorOpenRequest | undefined,
+    connectionId: string,
+    tokens: Pick<TokenSet, "accessToken" | "refreshToken" | "expiresAt">,
+  ): void => {
+    if (tokens.accessToken !== "") {
+      // A token of unknown expiry is kept for a default lifetime; every use registers it again.
+      const until = Number.isFinite(tokens.expiresAt) && tokens.expiresAt > clock() ? tokens.expiresAt : clock() + DEFAULT_TOKEN_LIFETIME_MS;
+      scrubber.register(tokens.accessToken, { until });
+      tell(request, tokens.accessToken);
+    }
+    const refresh = tokens.refreshToken;
+    if (refresh !== undefined && refresh !== "") {
+      const lease = scrubber.hold(refresh);
+      refreshTokens.get(connectionId)?.release();
+      refreshTokens.set(connectionId, lease);
+      tell(request, refresh);
+    }
+  };
+  for (const adapter of providers.values()) rememberSecrets(undefined, adapter.secrets ?? []);
 
   const log = (event: Omit<ConnectorLogEvent, "at">): void => {
     if (!options.log) return;
@@ -108,7 +133,7 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
       inflight.set(connection.id, shared);
     }
     return untilAborted(shared, request.signal, () => cancelled(request.toolId)).then((tokens) => {
-      remember(request, tokens.accessToken, tokens.refreshToken);
+      rememberTokens(request, connection.id, tokens);
       return tokens;
     });
   };
@@ -116,7 +141,7 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
   const runRefresh = async (adapter: ConnectorProvider, connection: ConnectionInfo, toolId: string): Promise<TokenSet> => {
     const current = await vault.readTokens(connection.id);
     if (current === undefined) throw new ToolError("connector_unavailable", `connection ${connection.id} was removed from the vault`);
-    remember(undefined, current.accessToken, current.refreshToken);
+    rememberTokens(undefined, connection.id, current);
     if (isFresh(current)) return current; // another runtime or an earlier caller refreshed it
     if (current.refreshToken === undefined) {
       if (current.accessToken !== "" && current.expiresAt > clock()) return current; // inside the leeway, but still good
@@ -159,7 +184,6 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
         },
       );
     }
-    remember(undefined, answer.accessToken, answer.refreshToken);
     const now = clock();
     const lifetimeMs =
       typeof answer.expiresInSeconds === "number" && Number.isFinite(answer.expiresInSeconds) && answer.expiresInSeconds > 0
@@ -177,6 +201,7 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
       scopes: answer.scopes && answer.scopes.length > 0 ? [...answer.scopes] : [...current.scopes],
       tokenType: answer.tokenType || current.tokenType,
     };
+    rememberTokens(undefined, connection.id, next);
     // Persisted before anyone uses it: a crash after this line loses nothing.
     await vault.writeTokens(connection.id, next);
     log({ type: "connector.refreshed", provider: connection.provider, connectionId: connection.id, toolId });
@@ -223,7 +248,7 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
     throwIfAborted(request.signal, request.toolId);
     const adapter = providers.get(request.provider);
     if (!adapter) throw new ToolError("connector_unavailable", `no connector provider named ${request.provider} is configured`);
-    for (const secret of adapter.secrets ?? []) remember(request, secret);
+    rememberSecrets(request, adapter.secrets ?? []);
     const connection = chooseConnection(await vault.list(), request);
     const missing = request.scopes.filter((scope) => !connection.scopes.includes(scope));
     if (missing.length > 0) {
@@ -251,7 +276,7 @@ export function createConnectorRuntime(options: CreateConnectorRuntimeOptions): 
 
       let tokens = await vault.readTokens(connection.id);
       if (tokens === undefined) throw new ToolError("connector_unavailable", `connection ${connection.id} was removed from the vault`);
-      remember(request, tokens.accessToken, tokens.refreshToken);
+      rememberTokens(request, connection.id, tokens);
       if (!isFresh(tokens)) tokens = await refresh(adapter, connection, request);
       const narrowed = request.scopes.filter((scope) => !tokens!.scopes.includes(scope));
       if (narrowed.length > 0) throw scopeMissing(connection, narrowed, request.toolId);

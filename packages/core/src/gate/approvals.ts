@@ -50,16 +50,23 @@ export function createApprovalDesk(journal: Journal, redactor: Redactor, now: ()
         throw new ToolError("config_invalid", `ttlMs must be a whole number of milliseconds between 1 and ${MAX_GRANT_TTL_MS}`);
       }
       const token = randomBytes(32).toString("base64url");
-      redactor.register(token);
       const at = now();
+      // Redacted while the grant can be used: until it expires, or until the call that uses it consumes it.
+      redactor.register(token, { until: at + ttlMs });
       const expiresAt = new Date(at + ttlMs).toISOString();
-      const { request } = await journal.decideApproval(requestId, {
-        kind: "grant",
-        approver,
-        tokenHash: sha256Hex(token),
-        grantExpiresAt: expiresAt,
-        at: new Date(at).toISOString(),
-      });
+      let request: ApprovalRequest;
+      try {
+        ({ request } = await journal.decideApproval(requestId, {
+          kind: "grant",
+          approver,
+          tokenHash: sha256Hex(token),
+          grantExpiresAt: expiresAt,
+          at: new Date(at).toISOString(),
+        }));
+      } catch (error) {
+        redactor.unregister(token);
+        throw error;
+      }
       return Object.freeze({ requestId, token, toolId: request.toolId, expiresAt });
     },
     async deny(requestId, options) {

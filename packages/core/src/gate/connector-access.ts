@@ -28,7 +28,7 @@ export function connectorRequest(env: GateEnv, c: Resolved, signal: AbortSignal)
     tenant: c.call.tenant,
     toolId: c.manifest.id,
     signal,
-    registerSecret: (value) => env.redactor.register(value),
+    registerSecret: (value) => env.holdForCall(c.invocationId, value),
   };
 }
 

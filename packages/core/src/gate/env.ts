@@ -4,7 +4,7 @@ import type { ConnectorRuntime, Verifier, Workspace } from "../context.js";
 import type { Journal } from "../journal/types.js";
 import type { PolicyDecision } from "../policy.js";
 import type { Profile } from "../profile.js";
-import { createRedactor, type Redactor } from "../redactor.js";
+import { createRedactor, type Redactor, type SecretLease } from "../redactor.js";
 import type { RegisteredTool } from "../registry.js";
 
 export interface GateEnv {
@@ -25,6 +25,12 @@ export interface GateEnv {
   /** Bodies that outlived their deadline, until their late result is journaled. */
   readonly pendingLate: Set<Promise<unknown>>;
   nextInvocationId(): string;
+  /** Hold a secret a call's connector read (its tokens) for as long as that call runs. */
+  holdForCall(invocationId: string, secret: string): void;
+  /** The call has ended (or its late body has settled): its connector's secrets leave the redactor. */
+  endCall(invocationId: string): void;
+  /** A body outlived its deadline: its secrets stay until the returned function is called, once its late result is in. */
+  outlive(invocationId: string): () => void;
 }
 
 export interface GateEnvOptions {
@@ -48,10 +54,17 @@ export function createGateEnv(options: GateEnvOptions): GateEnv {
   // Invocation ids: a random per-gate prefix and a counter: unique across processes, cheap per call.
   const prefix = `inv_${randomBytes(8).toString("hex")}_`;
   let counter = 0;
+  const redactor = createRedactor(options.secrets ?? [], { clock });
+  const held = new Map<string, SecretLease[]>();
+  const outliving = new Set<string>();
+  const release = (invocationId: string): void => {
+    for (const lease of held.get(invocationId) ?? []) lease.release();
+    held.delete(invocationId);
+  };
   return {
     tools: options.tools,
     journal: options.journal,
-    redactor: createRedactor(options.secrets ?? []),
+    redactor,
     connectors: options.connectors,
     verifier: options.verifier,
     workspace: options.workspace,
@@ -69,5 +82,21 @@ export function createGateEnv(options: GateEnvOptions): GateEnv {
     decisions: new WeakMap(),
     pendingLate: new Set(),
     nextInvocationId: () => `${prefix}${(counter++).toString(36)}`,
+    holdForCall(invocationId, secret) {
+      const lease = redactor.hold(secret);
+      const leases = held.get(invocationId);
+      if (leases) leases.push(lease);
+      else held.set(invocationId, [lease]);
+    },
+    endCall(invocationId) {
+      if (!outliving.has(invocationId)) release(invocationId);
+    },
+    outlive(invocationId) {
+      outliving.add(invocationId);
+      return () => {
+        outliving.delete(invocationId);
+        release(invocationId);
+      };
+    },
   };
 }

@@ -4,7 +4,7 @@ import type { OutboxEntry, OutboxState } from "../journal/types.js";
 import { isSideEffectful } from "../manifest.js";
 import type { Keyed } from "./call-state.js";
 import type { GateEnv } from "./env.js";
-import { grantCheckFor, grantRefusal } from "./grants.js";
+import { grantCheckFor, grantRefusal, grantSpent } from "./grants.js";
 import { audit, okResult, refuse } from "./outcomes.js";
 import type { ErrorResult, InvokeResult } from "./results.js";
 
@@ -127,6 +127,9 @@ async function releaseHeld(env: GateEnv, c: Keyed, entry: OutboxEntry, requestId
   } catch (cause) {
     return refuse(env, c, "error", new ToolError("journal_failed", "the held output's release could not be recorded", { cause }));
   }
-  if (outcome.status === "consumed" || outcome.status === "already_consumed") return true;
+  if (outcome.status === "consumed" || outcome.status === "already_consumed") {
+    grantSpent(env, c);
+    return true;
+  }
   return refuse(env, c, "denied", grantRefusal(outcome, requestId));
 }

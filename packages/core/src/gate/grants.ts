@@ -22,6 +22,12 @@ export function grantCheckFor(env: GateEnv, c: Frozen, grant: ApprovalGrant, pre
   };
 }
 
+/** The grant presented with this call was consumed: its token is spent, so it leaves the redactor. */
+export function grantSpent(env: GateEnv, c: Pick<Frozen, "call">): void {
+  const token: unknown = c.call.approval?.token;
+  if (typeof token === "string") env.redactor.unregister(token);
+}
+
 export function grantRefusal(outcome: Exclude<GrantOutcome, { status: "consumed" }>, requestId: string): ToolError {
   switch (outcome.status) {
     case "unknown":

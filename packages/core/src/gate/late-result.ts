@@ -38,6 +38,12 @@ export function watchLate(env: GateEnv, c: Runnable, run: Promise<unknown>): voi
       await audit(env, c, "call.late_result", { late: true, failed: true, message: env.redactor.redactText(errorText(cause)).slice(0, 500) });
     },
   );
-  const tracked = late.catch(() => undefined).finally(() => env.pendingLate.delete(tracked));
+  const ended = env.outlive(c.invocationId);
+  const tracked = late
+    .catch(() => undefined)
+    .finally(() => {
+      env.pendingLate.delete(tracked);
+      ended();
+    });
   env.pendingLate.add(tracked);
 }

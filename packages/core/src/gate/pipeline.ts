@@ -44,13 +44,18 @@ export function pipeline<const S extends readonly AnyStep[]>(steps: S & (Connect
 }
 
 /** Run `steps` over `start`; the last step always finishes the call. */
-export async function runSteps(steps: readonly AnyStep[], start: unknown, env: GateEnv): Promise<Finished> {
+export async function runSteps<S extends { readonly invocationId: string }>(steps: readonly AnyStep[], start: S, env: GateEnv): Promise<Finished> {
   let current: unknown = start;
-  for (let i = 0; i < steps.length; i++) {
-    let next: unknown = steps[i]!.run(current, env);
-    if (next instanceof Promise) next = await next;
-    if (isFinished(next)) return next;
-    current = next;
+  try {
+    for (let i = 0; i < steps.length; i++) {
+      let next: unknown = steps[i]!.run(current, env);
+      if (next instanceof Promise) next = await next;
+      if (isFinished(next)) return next;
+      current = next;
+    }
+  } finally {
+    // The secrets the call's connector read leave the redactor with the call (or after its late body).
+    env.endCall(start.invocationId);
   }
   throw new Error(`the pipeline ${steps.map((s) => s.name).join(" → ")} ended without a result`);
 }

@@ -11,7 +11,7 @@ import type { Approved, Runnable, Writable } from "../call-state.js";
 import type { InvokeResult } from "../results.js";
 import type { GateEnv } from "../env.js";
 import { judgeExisting } from "../existing-entry.js";
-import { grantRefusal } from "../grants.js";
+import { grantRefusal, grantSpent } from "../grants.js";
 import { refuse, targetOf } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
 
@@ -45,6 +45,7 @@ async function consumeGrantAlone(c: Intended, grant: GrantCheck, env: GateEnv): 
     return refuse(env, c, "error", new ToolError("journal_failed", "the grant could not be recorded as used, so the call was not run", { cause }));
   }
   if (outcome.status !== "consumed") return refuse(env, c, "denied", grantRefusal(outcome, grant.requestId));
+  grantSpent(env, c);
   return c;
 }
 
@@ -69,6 +70,7 @@ async function beginIntent(c: Writable<Intended>, env: GateEnv): Promise<Intende
     return refuse(env, c, "denied", new ToolError("idempotency_in_flight", "another attempt with this idempotency key started at the same time"));
   }
   c.intent = intent;
+  if (c.grant) grantSpent(env, c);
   return c;
 }
 
