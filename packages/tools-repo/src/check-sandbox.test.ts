@@ -48,6 +48,29 @@ describe.skipIf(!bwrapInstalled && process.env["CI"] === undefined)("repo.check 
     expect(existsSync(path.join(repo.root, "built.txt"))).toBe(false);
   });
 
+  it("a writing check links the directories it names read-only instead of copying them, hiding what is denied inside", async () => {
+    repo.write("deps/lib.txt", "library\n");
+    repo.write("deps/.env", "API_TOKEN=dep-secret-23\n");
+    const probe = [
+      `const fs = require("fs");`,
+      `const tryIt = (f) => { try { return f(); } catch (e) { return e.code; } };`,
+      `fs.writeFileSync("built.txt", "x");`,
+      `console.log(JSON.stringify([tryIt(() => fs.readFileSync("deps/lib.txt", "utf8")), tryIt(() => fs.writeFileSync("deps/new.txt", "x")), tryIt(() => fs.readFileSync("deps/.env", "utf8")), fs.lstatSync("deps").isSymbolicLink()]));`,
+    ].join("\n");
+    const gate = gateFor(repo, { checks: { build: { argv: [node, "-e", probe], sandbox: { write: true, linkReadOnly: ["deps/"] } } } });
+    const seen = JSON.parse(outputOf(await invokeApproved(gate, "repo.check", { check: "build" }))!.stdout) as unknown[];
+    expect(seen[0]).toBe("library\n");
+    expect(seen[1]).toBe("EROFS");
+    expect(seen[2]).toMatch(/^E[A-Z]+$/);
+    expect(seen[3]).toBe(true);
+    expect(existsSync(path.join(repo.root, "deps", "new.txt"))).toBe(false);
+    expect(existsSync(path.join(repo.root, "built.txt"))).toBe(false);
+    for (const bad of [[".toolgate"], ["../outside"], ["/etc"], [".git"]])
+      expect(() => gateFor(repo, { checks: { build: { argv: [node], sandbox: { write: true, linkReadOnly: bad } } } }), bad[0]).toThrow(
+        expect.objectContaining({ code: "config_invalid" }),
+      );
+  });
+
   it("a check that reaches a loopback listener is stopped (no network)", async () => {
     const requests: string[] = [];
     const server = createServer((request, response) => {

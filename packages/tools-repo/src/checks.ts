@@ -3,11 +3,18 @@
  * network, the working tree read-only with the gate's state and denied paths hidden, writes only
  * to a scratch copy), after a human's approval unless the operator opted a named check out.
  */
-import { cp, mkdtemp, readdir, rm } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ToolError, type RuntimeIsolation, type Verifier, type VerifierRunResult } from "@toolgate/core";
-import { createVerifier, type CommandVerifier, type VerifierCommand, type VerifierSandbox } from "@toolgate/core/boundary";
+import {
+  createVerifier,
+  DEFAULT_SANDBOX_READ_ONLY_PATHS,
+  type BubblewrapSandbox,
+  type CommandVerifier,
+  type VerifierCommand,
+  type VerifierSandbox,
+} from "@toolgate/core/boundary";
 import { hiddenPath, type DenyRules } from "./deny.js";
 import type { RepoCheck, RepoCheckSandbox, RepoLimits, RepoToolsOptions } from "./options.js";
 
@@ -76,6 +83,7 @@ export function checkRunner(options: RepoToolsOptions, root: string, limits: Rep
     longest = Math.max(longest, check.timeoutMs ?? 0);
   }
   const writers = entries.filter(([, c]) => c.sandbox?.write === true).map(([n]) => n);
+  const linked = Object.fromEntries(entries.map(([n, c]) => [n, linkedDirs(n, c.sandbox?.linkReadOnly, deny)]));
   const sandbox = checkSandbox(options);
   const base = { timeoutMs: limits.checkTimeoutMs, maxOutputBytes: limits.maxCheckOutputBytes, ...(options.checkEnv ? { env: options.checkEnv } : {}) };
   const hidden = () => hiddenUnder(root, deny, limits.maxCheckScanEntries);
@@ -134,12 +142,15 @@ export function checkRunner(options: RepoToolsOptions, root: string, limits: Rep
     isolationOf("none", writers.length > 0 ? "scratch-copy" : "read-root", notes),
     async (name, signal) => {
       if (!writers.includes(name)) return readOnly.run({ command: name, signal });
-      return inScratchCopy(root, deny, signal, async (scratch) => {
+      const links = linked[name] ?? [];
+      return inScratchCopy(root, deny, links, signal, async (scratch) => {
+        const settings = withHide(sandbox.settings, links.length === 0 ? () => [] : hidden);
+        const readOnlyPaths = [...(settings.readOnlyPaths ?? DEFAULT_SANDBOX_READ_ONLY_PATHS), ...links.map((l) => path.join(root, l))];
         const verifier: CommandVerifier = createVerifier({
           root: scratch,
           commands: { [name]: commands[name]! },
           ...base,
-          sandbox: withHide(sandbox.settings, () => []),
+          sandbox: { ...settings, readOnlyPaths },
         });
         return verifier.run({ command: name, signal });
       });
@@ -147,7 +158,7 @@ export function checkRunner(options: RepoToolsOptions, root: string, limits: Rep
   );
 }
 
-function withHide(settings: Exclude<VerifierSandbox, "none">, hide: () => Promise<readonly string[]> | readonly string[]): Exclude<VerifierSandbox, "none"> {
+function withHide(settings: Exclude<VerifierSandbox, "none">, hide: () => Promise<readonly string[]> | readonly string[]): BubblewrapSandbox {
   return typeof settings === "string" ? { kind: "bubblewrap", hide } : { ...settings, hide };
 }
 
@@ -180,7 +191,15 @@ async function hiddenUnder(root: string, deny: DenyRules, maxEntries: number): P
   let seen = 0;
   const walk = async (relative: string): Promise<void> => {
     const dir = relative === "" ? root : path.join(root, relative);
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (cause) {
+      // A directory the user cannot read is as unreadable inside the sandbox: nothing to hide below it.
+      if (["EACCES", "EPERM"].includes((cause as { code?: string }).code ?? "")) return;
+      throw cause;
+    }
+    for (const entry of entries) {
       if (++seen > maxEntries)
         throw new ToolError("limit_exceeded", `the working tree has more than ${maxEntries} entries to check for denied paths (limits.maxCheckScanEntries)`);
       const child = relative === "" ? entry.name : `${relative}/${entry.name}`;
@@ -192,8 +211,30 @@ async function hiddenUnder(root: string, deny: DenyRules, maxEntries: number): P
   return found;
 }
 
-/** Run `body` on a scratch copy of the tree (denied and protected paths left out), removed afterwards. */
-async function inScratchCopy<T>(root: string, deny: DenyRules, signal: AbortSignal, body: (scratch: string) => Promise<T>): Promise<T> {
+/** A check's `linkReadOnly` directories, checked: relative, inside the tree, not denied. */
+function linkedDirs(name: string, given: readonly string[] | undefined, deny: DenyRules): string[] {
+  if (given === undefined) return [];
+  if (!Array.isArray(given)) throw new ToolError("config_invalid", `check ${name}: sandbox.linkReadOnly must be an array of directories`);
+  return given.map((entry) => {
+    const relative = typeof entry === "string" ? path.posix.normalize(entry).replace(/\/+$/, "") : "";
+    if (relative === "" || relative === "." || relative.includes("\0") || path.posix.isAbsolute(relative) || relative.split("/").includes(".."))
+      throw new ToolError("config_invalid", `check ${name}: linkReadOnly ${JSON.stringify(entry)} must be a directory inside the tree`);
+    if (deny.match(relative) !== undefined) throw new ToolError("config_invalid", `check ${name}: linkReadOnly ${JSON.stringify(entry)} is a denied path`);
+    return relative;
+  });
+}
+
+/**
+ * Run `body` on a scratch copy of the tree (denied and protected paths left out), removed
+ * afterwards; the `links` directories are not copied but linked to the tree's own (bound read-only).
+ */
+async function inScratchCopy<T>(
+  root: string,
+  deny: DenyRules,
+  links: readonly string[],
+  signal: AbortSignal,
+  body: (scratch: string) => Promise<T>,
+): Promise<T> {
   const base = await mkdtemp(path.join(tmpdir(), "toolgate-check-"));
   const scratch = path.join(base, path.basename(root));
   try {
@@ -202,9 +243,20 @@ async function inScratchCopy<T>(root: string, deny: DenyRules, signal: AbortSign
       verbatimSymlinks: true,
       filter: (source) => {
         const relative = path.relative(root, source).split(path.sep).join("/");
-        return relative === "" || !hiddenPath(deny, root, relative);
+        return relative === "" || (!hiddenPath(deny, root, relative) && !links.includes(relative));
       },
     });
+    for (const link of links) {
+      if (
+        !(await stat(path.join(root, link)).then(
+          (s) => s.isDirectory(),
+          () => false,
+        ))
+      )
+        continue;
+      await mkdir(path.dirname(path.join(scratch, link)), { recursive: true });
+      await symlink(path.join(root, link), path.join(scratch, link));
+    }
     if (signal.aborted) throw new ToolError("cancelled", "the check was cancelled before it started");
     return await body(scratch);
   } finally {

@@ -15,7 +15,15 @@ export interface RepoCheck {
    * paths left out), discarded after the run; default the tree read-only. Without a sandbox
    * (`sandbox: "none"`) a check writes where it likes.
    */
-  readonly sandbox?: { readonly write?: boolean };
+  readonly sandbox?: {
+    readonly write?: boolean;
+    /**
+     * With `write`: directories of the tree (root-relative, e.g. `["node_modules"]`) the scratch
+     * copy links to, read-only, instead of copying them: for large trees the check only reads.
+     * Denied paths inside them stay hidden; a denied directory cannot be named here.
+     */
+    readonly linkReadOnly?: readonly string[];
+  };
   /** `"required"` (default): a human approves each run, seeing the argv and the containment. `"none"`: the operator opts this check out. */
   readonly approval?: "required" | "none";
 }

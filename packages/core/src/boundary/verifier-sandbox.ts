@@ -75,8 +75,9 @@ export function sandboxedArgv(
   hidden: readonly string[] = [],
 ): string[] {
   const args = [sandbox.bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent"];
-  for (const p of sandbox.readOnlyPaths) args.push("--ro-bind-try", p, p);
+  // The private /tmp first, so a read-only path that lives under /tmp is bound over it, not hidden by it.
   args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+  for (const p of sandbox.readOnlyPaths) args.push("--ro-bind-try", p, p);
   args.push(write ? "--bind" : "--ro-bind", realRoot, realRoot);
   for (const p of masked([realRoot, ...sandbox.readOnlyPaths], [...protectedPaths(), ...hidden]))
     args.push(...(isDirectory(p) ? ["--tmpfs", p] : ["--ro-bind", "/dev/null", p]));
