@@ -146,6 +146,17 @@ describe("toolgate audit verify reports stored rows with the chain", () => {
     expect(edited.stderr).toMatch(new RegExp(`1 stored row fails verification: approval request ${id}: seal`));
   });
 
+  it("a cut tail that took the events of stored rows is reported both ways: the rows and the kept head", async () => {
+    const asked = await toolgate("call", "notes.save_note", "--input", '{"name":"x","text":"y"}', "--profile", "writer");
+    expect(asked.code).toBe(4);
+    const kept = await head();
+    cutTail(1);
+    const r = await toolgate("audit", "verify", "--expected-head", kept);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/approval request apr_/);
+    expect(r.stderr).toMatch(/does not hold the expected head: the chain ends at/);
+  });
+
   it("an edited recorded result of a completed call fails verify naming the outbox entry", async () => {
     const ask = ["call", "notes.save_note", "--input", '{"name":"todo","text":"buy milk"}', "--profile", "writer", "--key", "todo-2"];
     const id = /request (apr_[0-9a-f-]+)/.exec((await toolgate(...ask)).stdout)![1]!;

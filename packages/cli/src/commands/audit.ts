@@ -97,15 +97,17 @@ export async function auditVerify(runtime: Runtime, options: AuditVerifyOptions,
         ...(witness ? { witness: witnessed ?? witness } : {}),
       }),
     );
+  // Every check that failed, the chain's first: a cut tail can break rows as well as a pinned head.
+  const failures: string[] = [];
   if (!verdict.ok) {
     const bad = all.find((r) => r.seq === verdict.seq);
-    throw new CliFailure(`audit chain broken at #${verdict.seq}${bad ? ` (${bad.type} ${bad.toolId ?? ""})` : ""}: ${verdict.reason}`, EXIT.failed);
+    failures.push(`audit chain broken at #${verdict.seq}${bad ? ` (${bad.type} ${bad.toolId ?? ""})` : ""}: ${verdict.reason}`);
   }
-  if (rows && !rows.ok) throw new CliFailure(rowsFailure(rows), EXIT.failed);
-  if (pinned && !pinned.ok) throw new CliFailure(`audit chain does not hold the expected head: ${pinned.reason}`, EXIT.failed);
-  if (witness && !witness.ok) throw new CliFailure(`witness file ${options.witness} line ${witness.line}: ${witness.reason}`, EXIT.failed);
-  if (witnessed && !witnessed.ok)
-    throw new CliFailure(`audit chain does not hold a checkpoint of the witness file ${options.witness}: ${witnessed.reason}`, EXIT.failed);
+  if (rows && !rows.ok) failures.push(rowsFailure(rows));
+  if (pinned && !pinned.ok) failures.push(`audit chain does not hold the expected head: ${pinned.reason}`);
+  if (witness && !witness.ok) failures.push(`witness file ${options.witness} line ${witness.line}: ${witness.reason}`);
+  if (witnessed && !witnessed.ok) failures.push(`audit chain does not hold a checkpoint of the witness file ${options.witness}: ${witnessed.reason}`);
+  if (failures.length > 0) throw new CliFailure(failures.join("\ntoolgate: "), EXIT.failed);
   if (!options.json) {
     const lines = [`audit chain verified: ${verdict.count} events, head #${verdict.head.seq} ${verdict.head.mac.slice(0, 16)}`];
     if (rows) lines.push(`stored rows verified: ${rows.entries} outbox entries, ${rows.requests} approval requests`);
