@@ -1,9 +1,10 @@
 // What an imported server is trusted with: its words reach the model only once an operator accepted
 // them, and a stdio server starts in a sandbox by default.
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { protectPath } from "@toolgate/core/boundary";
 import { buildInventory } from "@toolgate/core/operator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hostileProfile, hostileServer, importHostile } from "../fixtures/hostile.js";
@@ -130,6 +131,27 @@ describe('stdio servers start under bubblewrap by default (sandbox: "auto")', ()
     } finally {
       await h.close();
     }
+  });
+
+  it("the gate's state (protected paths) in the server's directory is masked: a directory empty, a file empty", async () => {
+    const state = path.join(dir, "state");
+    mkdirSync(state, { recursive: true });
+    writeFileSync(path.join(state, "audit.key"), "the audit key");
+    writeFileSync(path.join(dir, "journal.db"), "the journal");
+    protectPath(state);
+    protectPath(path.join(dir, "journal.db"));
+    const copy = path.join(dir, "server.mjs");
+    copyFileSync(hostileServer, copy);
+    for (const target of [path.join(state, "audit.key"), path.join(dir, "journal.db")]) {
+      const h = await importHostile({ ...probeEnv(), HOSTILE_PROBE_READ: target }, { args: [copy], cwd: dir });
+      try {
+        expect(await probe(h)).toMatchObject({ read: false });
+      } finally {
+        await h.close();
+      }
+    }
+    // A server whose own directory is the gate's state is refused.
+    await expect(importHostile({}, { args: [copy], cwd: state })).rejects.toMatchObject({ code: "config_invalid" });
   });
 
   it('without bubblewrap, "auto" runs it unsandboxed and says so; "bubblewrap" refuses to start; "none" is the operator\'s choice', async () => {

@@ -6,10 +6,10 @@
  * a warning and an isolation that says so.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { ToolError, type RuntimeIsolation } from "@toolgate/core";
-import { DEFAULT_SANDBOX_READ_ONLY_PATHS } from "@toolgate/core/boundary";
+import { DEFAULT_SANDBOX_READ_ONLY_PATHS, isProtectedPath, protectedPaths } from "@toolgate/core/boundary";
 
 /** `auto` (default): bubblewrap where bwrap is found, otherwise none with a warning. `bubblewrap`: required. */
 export type McpSandboxOption =
@@ -74,11 +74,18 @@ export function stdioLaunch(name: string, command: string, args: readonly string
   const argv = [...(network ? [] : ["--unshare-net"]), "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"];
   // The private mounts first: a directory bound after them shows through (a server kept under /tmp).
   argv.push("--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
-  for (const p of [...DEFAULT_SANDBOX_READ_ONLY_PATHS, ...(network ? ["/etc/resolv.conf"] : []), ...extra, where]) argv.push("--ro-bind-try", p, p);
-  argv.push("--chdir", where, "--", command, ...args);
+  const bound = [...DEFAULT_SANDBOX_READ_ONLY_PATHS, ...(network ? ["/etc/resolv.conf"] : []), ...extra, where];
+  for (const p of bound) {
+    if (isProtectedPath(p)) throw new ToolError("config_invalid", `MCP server ${name}: ${p} is in the gate's protected state; a server may not read it`);
+    argv.push("--ro-bind-try", p, p);
+  }
   return {
     command: bwrap,
-    args: argv,
+    // The gate's state (protected paths) is masked wherever a bound directory holds it, as it is
+    // when the server starts: a directory by an empty one, a file by an empty file.
+    get args() {
+      return [...argv, ...masks(bound), "--chdir", where, "--", command, ...args];
+    },
     isolation: {
       network: network ? "unrestricted" : "none",
       filesystem: `read-only: system paths and ${[where, ...extra].join(", ")}; private /tmp`,
@@ -88,6 +95,21 @@ export function stdioLaunch(name: string, command: string, args: readonly string
     },
     warning: undefined,
   };
+}
+
+function masks(bound: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const p of protectedPaths()) {
+    if (!bound.some((b) => p === b || p.startsWith(b.endsWith(path.sep) ? b : b + path.sep))) continue;
+    let info;
+    try {
+      info = statSync(p);
+    } catch {
+      continue; // Not there: nothing to read.
+    }
+    out.push(...(info.isDirectory() ? ["--tmpfs", p] : ["--ro-bind", "/dev/null", p]));
+  }
+  return out;
 }
 
 /**
