@@ -71,6 +71,17 @@ describe("an imported server's results are bounded before the SDK reads them", (
     await stillServes();
   });
 
+  it("a tools/list that never ends is not followed for ever: the call is refused before it runs", async () => {
+    const pages = await importHostile({ HOSTILE_ENDLESS_PAGES: "1" });
+    try {
+      const started = Date.now();
+      expect(await pages.call("plain", {})).toMatchObject({ status: "error", code: "protocol_error", boundary: "effect_not_started" });
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      await pages.close();
+    }
+  });
+
   it("invalid UTF-8 is read as replacement characters, fenced like any output", async () => {
     const result = await h.call("reply", { make: "bad-utf8" });
     expect(result).toMatchObject({ status: "ok", untrusted: true });

@@ -12,7 +12,7 @@ import {
   type RuntimeIsolation,
 } from "@toolgate/core";
 import { z } from "zod";
-import { callFailure, createRemoteConnection } from "./remote-connection.js";
+import { callFailure, createRemoteConnection, listFailure } from "./remote-connection.js";
 import { capOutput, DEFAULT_MAX_OUTPUT_BYTES, fencedRemoteText, remoteProgressText, type TextRedactor } from "./remote-output.js";
 import { stdioLaunch } from "./remote-sandbox.js";
 
@@ -151,11 +151,7 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       // A server started again is listed again, whatever the drift check: its tools may have changed.
       if ((options.driftCheck ?? "every-call") === "every-call" || live.generation !== listedGeneration) await refresh();
     } catch (cause) {
-      throw new ToolError("provider_unavailable", `MCP server ${options.name} could not be reached or did not list its tools`, {
-        cause,
-        boundary: "effect_not_started",
-        retryable: true,
-      });
+      throw listFailure(options.name, live, cause);
     }
     const drift = driftOf(name);
     if (drift) {
@@ -302,10 +298,15 @@ function snake(name: string): string {
   return /^[a-z]/.test(s) ? s : `t_${s}`;
 }
 
+/** Most pages of `tools/list` read: a server that always answers with another cursor is not followed for ever. */
+export const MAX_TOOL_PAGES = 100;
+
 async function listTools(client: Client): Promise<Map<string, McpTool>> {
   const found = new Map<string, McpTool>();
   let cursor: string | undefined;
+  let pages = 0;
   do {
+    if (++pages > MAX_TOOL_PAGES) throw new ToolError("protocol_error", `the server's tools/list went on past ${MAX_TOOL_PAGES} pages`);
     const page = await client.listTools(cursor === undefined ? {} : { cursor });
     for (const t of page.tools) found.set(t.name, t);
     cursor = page.nextCursor;

@@ -128,6 +128,24 @@ function limitedFetch(maxBytes: number, onOver: () => void): FetchLike {
   };
 }
 
+/** What a failed listing before a call becomes: the call never started. */
+export function listFailure(server: string, live: LiveConnection | undefined, cause: unknown): ToolError {
+  const broken =
+    (cause instanceof ToolError && cause.code === "protocol_error") ||
+    (cause instanceof McpError && cause.code === BOUNDS_ERROR_CODE) ||
+    live?.transport.broken !== undefined;
+  return broken
+    ? new ToolError("protocol_error", `MCP server ${server} broke the protocol while listing its tools; the call was not made`, {
+        cause,
+        boundary: "effect_not_started",
+      })
+    : new ToolError("provider_unavailable", `MCP server ${server} could not be reached or did not list its tools`, {
+        cause,
+        boundary: "effect_not_started",
+        retryable: true,
+      });
+}
+
 const LOCAL_CODES = new Set<number>([ErrorCode.ConnectionClosed, ErrorCode.RequestTimeout]);
 
 /**
