@@ -72,6 +72,7 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
   const entries: RecoveredEntry[] = [];
   let claimed = 0;
   const skippedKeys = new Set<string>();
+  const tamperedKeys = new Set<string>();
 
   for (;;) {
     if (options.signal?.aborted) break;
@@ -89,11 +90,15 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
         onTampered: (key, problem) => tampered.push({ key, toolId: "", action: "tampered", detail: problem }),
       })
     ).filter((e) => !skippedKeys.has(e.key));
-    for (const outcome of tampered) {
+    const fresh = tampered.filter((t) => !tamperedKeys.has(t.key));
+    for (const outcome of fresh) {
+      tamperedKeys.add(outcome.key);
       entries.push(outcome);
       options.onEntry?.(outcome, entries.length);
     }
-    if (batch.length === 0 && tampered.length > 0) continue;
+    // A pass that only found tampered entries goes on while it finds new ones (the claim moves
+    // them out of reach; this bounds the loop even where it could not).
+    if (batch.length === 0 && fresh.length > 0) continue;
     if (batch.length === 0) break;
     claimed += batch.length;
     for (const entry of batch) {

@@ -123,6 +123,16 @@ describe("the gate over sealed rows", () => {
     expect(w.effects).toEqual(["post:1"]);
   });
 
+  it("an event a caller appends never becomes a row's latest (its subject is dropped)", async () => {
+    const w = world();
+    await w.gate.invoke("ledger.post", { n: 1 }, { ...w.call, idempotencyKey: "p1" });
+    const key = await w.keyOf(1);
+    const receipt = await w.journal.append({ type: "test.forged", at: "2026-01-01T00:00:00.000Z", data: {}, subject: `entry:${key}` });
+    expect((await w.journal.readAudit({ afterSeq: receipt.seq - 1 }))[0]?.subject).toBeUndefined();
+    expect((await w.journal.getIntent(key))?.state).toBe("completed");
+    expect(await verifyJournalRows(w.journal)).toMatchObject({ ok: true });
+  });
+
   it("refuses an edited result instead of replaying it as the recorded one", async () => {
     const w = world();
     expect(await w.gate.invoke("ledger.post", { n: 1 }, { ...w.call, idempotencyKey: "p1" })).toMatchObject({ status: "ok", output: { n: 1, at: 1 } });
