@@ -50,6 +50,14 @@ describe("an imported server's results are bounded before the SDK reads them", (
     await stillServes();
   });
 
+  it("calls made together after a break share the one server started again", async () => {
+    expect(await h.call("reply", { make: "not-json" })).toMatchObject({ code: "protocol_error" });
+    const results = await Promise.all(Array.from({ length: 6 }, () => h.call("plain", {})));
+    // The server counts the calls it served: one process served them all, each once.
+    const served = results.map((r) => texts(r));
+    expect(new Set(served).size).toBe(6);
+  });
+
   it("a line that is not JSON fails its call at once (not at its timeout), and the server is started again", async () => {
     const started = Date.now();
     const result = await h.call("reply", { make: "not-json" });

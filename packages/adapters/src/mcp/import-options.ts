@@ -80,7 +80,7 @@ export interface ImportMcpServerOptions {
    * Bind the gate's redactor (`useRedactor`) so text is redacted before it is cut.
    */
   readonly maxOutputBytes?: number;
-  /** A message from the server longer than this breaks the protocol (stdio); default 16 MiB. */
+  /** A message (stdio) or a request's response (HTTP) from the server longer than this breaks the protocol; default 16 MiB. */
   readonly maxMessageBytes?: number;
   /** JSON bounds every message from the server is checked against before the SDK reads it; default depth 64. */
   readonly bounds?: JsonBounds;

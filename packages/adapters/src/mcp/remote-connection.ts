@@ -72,12 +72,17 @@ export function createRemoteConnection(options: ImportMcpServerOptions, launch: 
 
   return {
     async current() {
-      if (closing) throw new ToolError("provider_unavailable", `the import of MCP server ${options.name} is closed`, { boundary: "effect_not_started" });
-      const last = live === undefined ? undefined : await live.catch(() => undefined);
-      if (last && !last.transport.closed) return last;
-      if (last) await last.client.close().catch(() => undefined);
-      live = open();
-      return live;
+      for (;;) {
+        if (closing) throw new ToolError("provider_unavailable", `the import of MCP server ${options.name} is closed`, { boundary: "effect_not_started" });
+        const pending = live;
+        const last = pending === undefined ? undefined : await pending.catch(() => undefined);
+        if (last && !last.transport.closed) return last;
+        // Another call started the next connection while this one waited: use that one.
+        if (live !== pending) continue;
+        if (last) void last.client.close().catch(() => undefined);
+        live = open();
+        return live;
+      }
     },
     async close() {
       closing = true;
