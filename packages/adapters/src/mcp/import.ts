@@ -108,7 +108,12 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
     warnings.push(...hintWarnings(options.name, tool, described));
     const id = described.id ?? `${options.name}.${snake(name)}`;
     idOf.set(name, id);
-    manifests.push(manifestFor(options, name, id, tool, described));
+    try {
+      manifests.push(manifestFor(options, name, id, tool, described));
+    } catch (error) {
+      await connection.close().catch(() => undefined); // An import that fails leaves no server running.
+      throw error;
+    }
   }
   if (manifests.length === 0) {
     await connection.close().catch(() => undefined);
