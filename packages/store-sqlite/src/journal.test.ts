@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { ToolError } from "@toolgate/core";
-import { verifyAuditChain } from "@toolgate/core/operator";
-import { describeJournal, describeJournalTampering, sampleIntent, type RawJournalRows } from "@toolgate/core/testing";
+import { verifyAuditChain, verifyJournalRows } from "@toolgate/core/operator";
+import { describeJournal, describeJournalTampering, sampleIntent, sampleRequest, type RawJournalRows } from "@toolgate/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteJournal, SQLITE_SCHEMA_VERSION, type SqliteJournal } from "./index.js";
 import { MIGRATIONS } from "./schema.js";
@@ -67,6 +67,32 @@ function rawRows(path: string): RawJournalRows {
 describeJournalTampering("sqlite", async () => {
   const path = tempFile();
   return { journal: await openSqliteJournal(path, { auditKey: KEY }), auditKey: KEY, raw: rawRows(path) };
+});
+
+describe("sealed rows in the file", () => {
+  it("an audit subject column edited to hide a re-stated row passes the hot path but not verifyJournalRows", async () => {
+    const path = tempFile();
+    const journal = await openSqliteJournal(path, { auditKey: KEY });
+    await journal.requestApproval(sampleRequest("r1"));
+    const raw = rawRows(path);
+    const pending = (await raw.request("r1"))!;
+    await journal.decideApproval("r1", { kind: "grant", approver: "human", tokenHash: "a".repeat(64), grantExpiresAt: at(600_000), at: at(500) });
+    await raw.putRequest({ id: "r1", status: "pending", inputHash: sampleRequest("r1").inputHash, text: pending });
+    await expect(journal.getApproval("r1")).rejects.toSatisfy((e) => ToolError.is(e, "journal_tampered"));
+    const db = new Database(path);
+    db.prepare("UPDATE audit SET subject = NULL WHERE seq = 2").run();
+    db.close();
+    expect((await journal.getApproval("r1"))?.status).toBe("pending");
+    const verdict = await verifyJournalRows(journal);
+    expect(verdict).toMatchObject({ ok: false, chain: { ok: true } });
+    expect(verdict.problems).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ kind: "audit", id: "2", problem: "index" }),
+        expect.objectContaining({ kind: "request", id: "r1", problem: "restated" }),
+      ]),
+    );
+    await journal.close();
+  });
 });
 
 describe("openSqliteJournal refuses what it cannot safely use", () => {
