@@ -4,8 +4,8 @@ import type { OutboxEntry, OutboxState } from "../journal/types.js";
 import { isSideEffectful } from "../manifest.js";
 import type { Keyed } from "./call-state.js";
 import type { GateEnv } from "./env.js";
-import { grantCheckFor, grantRefusal, grantSpent } from "./grants.js";
-import { audit, okResult, refuse } from "./outcomes.js";
+import { approvalRequired, grantCheckFor, grantRefusal, grantSpent } from "./grants.js";
+import { audit, okResult, refuse, shownMessage } from "./outcomes.js";
 import type { ErrorResult, InvokeResult } from "./results.js";
 
 export type ExistingVerdict = InvokeResult<unknown> | { readonly retake: readonly OutboxState[] };
@@ -80,7 +80,7 @@ async function replayedError(env: GateEnv, c: Keyed, entry: OutboxEntry): Promis
     invocationId: c.invocationId,
     receipt,
     code: entry.error?.code ?? "handler_failed",
-    message: entry.error?.message ?? "an earlier attempt with this key failed",
+    ...shownMessage(c.manifest, entry.error?.message ?? "an earlier attempt with this key failed"),
     boundary: entry.boundary,
     retryable: false,
     replayed: true,
@@ -99,19 +99,7 @@ async function releaseHeld(env: GateEnv, c: Keyed, entry: OutboxEntry, requestId
   if (!request) return refuse(env, c, "error", new ToolError("approval_unknown", `held output's request ${requestId} is missing`));
   if (!grant || grant.requestId !== requestId) {
     if (request.status === "consumed") return true;
-    return {
-      status: "approval_required",
-      reason: "output",
-      toolId: c.manifest.id,
-      invocationId: c.invocationId,
-      receipt: null,
-      requestId,
-      preview: request.preview,
-      previewHash: request.previewHash,
-      expiresAt: request.expiresAt,
-      idempotencyKey: c.visibleKey,
-      findings: entry.result!.findings.map((f) => ({ rule: f.rule, path: f.path })),
-    };
+    return approvalRequired(c, "output", request, null, entry.result!.findings);
   }
   let outcome;
   try {

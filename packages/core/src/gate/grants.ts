@@ -2,7 +2,8 @@
 import { randomUUID } from "node:crypto";
 import { sha256Hex } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
-import type { GrantCheck, GrantOutcome } from "../journal/types.js";
+import type { ApprovalRequest, GrantCheck, GrantOutcome, JournalReceipt } from "../journal/types.js";
+import { approvalContent } from "./foreign-text.js";
 import type { ApprovalPreview } from "../manifest.js";
 import type { InjectionFinding } from "../untrusted.js";
 import type { ApprovalGrant } from "./approvals.js";
@@ -47,6 +48,33 @@ export function grantRefusal(outcome: Exclude<GrantOutcome, { status: "consumed"
   }
 }
 
+/** The result that asks for a human: the preview for the human, and for the model the same fenced (see `approvalContent`). */
+export function approvalRequired(
+  c: Pick<Frozen, "manifest" | "invocationId"> & { readonly visibleKey: string },
+  kind: "call" | "output",
+  request: ApprovalRequest,
+  receipt: JournalReceipt | null,
+  findings?: readonly Pick<InjectionFinding, "rule" | "path">[],
+): ApprovalRequiredResult {
+  const { content, previewFindings } = approvalContent(c.manifest.id, kind, { requestId: request.id, expiresAt: request.expiresAt, preview: request.preview });
+  const where = (list: readonly Pick<InjectionFinding, "rule" | "path">[]) => list.map((f) => ({ rule: f.rule, path: f.path }));
+  return {
+    status: "approval_required",
+    reason: kind,
+    toolId: c.manifest.id,
+    invocationId: c.invocationId,
+    receipt,
+    requestId: request.id,
+    preview: request.preview,
+    previewHash: request.previewHash,
+    expiresAt: request.expiresAt,
+    idempotencyKey: c.visibleKey,
+    content,
+    ...(findings ? { findings: where(findings) } : {}),
+    ...(previewFindings.length > 0 ? { previewFindings: where(previewFindings) } : {}),
+  };
+}
+
 /** Persist a request for a human (the same call asked twice joins one request) and say so. */
 export async function requestApproval(
   env: GateEnv,
@@ -73,19 +101,7 @@ export async function requestApproval(
       createdAt: env.iso(now),
       expiresAt: env.iso(now + env.requestTtlMs),
     });
-    return {
-      status: "approval_required",
-      reason: kind,
-      toolId: c.manifest.id,
-      invocationId: c.invocationId,
-      receipt,
-      requestId: request.id,
-      preview: request.preview,
-      previewHash: request.previewHash,
-      expiresAt: request.expiresAt,
-      idempotencyKey: c.visibleKey,
-      ...(findings ? { findings: findings.map((f) => ({ rule: f.rule, path: f.path })) } : {}),
-    };
+    return approvalRequired(c, kind, request, receipt, findings);
   } catch (cause) {
     return refuse(env, c, "error", new ToolError("journal_failed", "the approval request could not be recorded", { cause }));
   }

@@ -1,38 +1,18 @@
 /** What a hostile body, caller or failing journal hands the gate: each is answered with a result, never thrown, and nothing forged is trusted. */
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
 import { ToolError } from "../errors.js";
 import { defineFamily } from "../family.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import type { Journal } from "../journal/types.js";
-import { defineTool, type AnyToolManifest } from "../manifest.js";
+import type { AnyToolManifest } from "../manifest.js";
 import { defineProfile } from "../profile.js";
 import { createToolRegistry } from "../registry.js";
 import { createGate } from "./gate.js";
+import { tool } from "./fixtures/one-tool.js";
 
 const profile = defineProfile({ name: "p", allow: ["x:use"], maxRisk: "critical" });
 const holding = defineProfile({ name: "h", allow: ["x:use"], maxRisk: "critical", onInjection: "hold" });
 const base = { principal: "agent", tenant: "t", profile };
-const iso = { network: "none", filesystem: "none", secrets: "none", subprocess: "none" } as const;
-
-function tool(over: Record<string, unknown>): AnyToolManifest {
-  return defineTool({
-    id: "x.t",
-    title: "T",
-    description: "test tool",
-    input: z.object({}),
-    output: z.any(),
-    actionType: "x",
-    effect: "read",
-    requiredAllowlist: ["x:use"],
-    risk: "low",
-    approval: "never",
-    runtimeIsolation: iso,
-    untrustedOutput: false,
-    handler: () => ({}),
-    ...over,
-  } as never) as AnyToolManifest;
-}
 
 function gateWith(tools: AnyToolManifest[], opts: { secrets?: string[]; breakJournal?: (name: string) => boolean } = {}) {
   const memory = createMemoryJournal({ auditKey: "k" });

@@ -15,7 +15,7 @@ export function watchLate(env: GateEnv, c: Runnable, run: Promise<unknown>): voi
       const data = {
         late: true,
         valid: checked.success,
-        ...(checked.success ? { outputHash: hashCanonical(output ?? null), result: describeOutput(manifest, output) } : {}),
+        ...(checked.success ? { outputHash: hashCanonical(output ?? null), result: describeOutput(manifest, output, env.redactor) } : {}),
       };
       if (c.intent && checked.success && isSideEffectful(manifest.effect)) {
         // The effect did happen: record it so a retry with the same key replays instead of repeating.

@@ -6,6 +6,8 @@ import { isSideEffectful, type AnyToolManifest } from "../manifest.js";
 import { fenceUntrusted, type InjectionFinding } from "../untrusted.js";
 import type { CallStart, Runnable } from "./call-state.js";
 import type { GateEnv } from "./env.js";
+import { fencedError, redactedPrefix } from "./foreign-text.js";
+import type { Redactor } from "../redactor.js";
 import type { DeniedResult, ErrorResult, OkResult } from "./results.js";
 
 export type Refusal = DeniedResult | ErrorResult;
@@ -21,7 +23,8 @@ const TRANSIENT_CODES: ReadonlySet<string> = new Set([
   "tool_process_dead",
 ]);
 
-const toolIdOf = (c: CallStart): string => c.tool?.manifest.id ?? String(c.requestedId).slice(0, 128);
+/** A tool id the model asked for may be anything, a secret too: redacted, then cut. */
+const toolIdOf = (env: GateEnv, c: CallStart): string => c.tool?.manifest.id ?? redactedPrefix(env.redactor, safeText(c.requestedId), 128);
 
 /** Append one audit event for this call; null when the journal could not record it. */
 export async function audit(env: GateEnv, c: CallStart, type: string, data: Record<string, unknown>): Promise<JournalReceipt | null> {
@@ -30,9 +33,9 @@ export async function audit(env: GateEnv, c: CallStart, type: string, data: Reco
       type,
       at: env.iso(),
       invocationId: c.invocationId,
-      toolId: toolIdOf(c),
-      principal: safeString(c.call?.principal),
-      tenant: safeString(c.call?.tenant),
+      toolId: toolIdOf(env, c),
+      principal: safeString(env, c.call?.principal),
+      tenant: safeString(env, c.call?.tenant),
       data: env.redactor.redact(data),
     });
   } catch {
@@ -46,11 +49,12 @@ export async function refuse(
   c: CallStart,
   status: "denied" | "error",
   error: ToolError,
-  extra: { issues?: ErrorResult["issues"]; inputSchema?: ErrorResult["inputSchema"] } = {},
+  extra: { issues?: ErrorResult["issues"]; inputSchema?: ErrorResult["inputSchema"]; foreign?: boolean } = {},
 ): Promise<Refusal> {
   // A journal read that found a tampered row says so, rather than "could not be read".
   if (error.code === "journal_failed" && ToolError.is(error.cause, "journal_tampered")) error = error.cause;
   const message = env.redactor.redactText(error.message);
+  const shown = extra.foreign ? fencedError(toolIdOf(env, c), message) : undefined;
   const details = error.details === undefined ? undefined : env.redactor.redact(error.details);
   const receipt = await audit(env, c, "call.refused", {
     code: error.code,
@@ -61,11 +65,12 @@ export async function refuse(
     ...(extra.issues ? { issues: extra.issues } : {}),
   });
   const base = {
-    toolId: toolIdOf(c),
+    toolId: toolIdOf(env, c),
     invocationId: c.invocationId,
     receipt,
     code: receipt === null ? ("journal_failed" as const) : error.code,
-    message: receipt === null ? `${message} (and the journal could not record the refusal)` : message,
+    message: `${shown?.message ?? message}${receipt === null ? " (and the journal could not record the refusal)" : ""}`,
+    ...(shown ? { untrusted: true, ...(shown.findings.length > 0 ? { findings: shown.findings } : {}) } : {}),
     boundary: "pre_effect_refusal" as const,
     ...(details === undefined ? {} : { details }),
   };
@@ -109,11 +114,21 @@ export async function settleFailure(env: GateEnv, c: Runnable, boundary: EffectB
     invocationId: c.invocationId,
     receipt,
     code: error.code,
-    message,
+    ...shownMessage(manifest, message),
     boundary,
     retryable: error.retryable || (boundary !== "effect_state_unknown" && manifest.retryable && TRANSIENT_CODES.has(error.code)),
     ...(details === undefined ? {} : { details }),
   };
+}
+
+/**
+ * The message as the caller sees it: an untrusted tool's error text (what it threw, a process's
+ * `ToolError`, anything quoting what it read) is fenced; the journal keeps it redacted, unfenced.
+ */
+export function shownMessage(manifest: AnyToolManifest, message: string): Pick<ErrorResult, "message" | "untrusted" | "findings"> {
+  if (!manifest.untrustedOutput) return { message };
+  const fenced = fencedError(manifest.id, message);
+  return { message: fenced.message, untrusted: true, ...(fenced.findings.length > 0 ? { findings: fenced.findings } : {}) };
 }
 
 export function okResult(
@@ -145,10 +160,10 @@ export function okResult(
  * defensively (a getter may throw, a field may be of any type): the gate's own copy is what
  * travels on.
  */
-export function thrownError(manifest: AnyToolManifest, cause: unknown): [EffectBoundary, ToolError] {
+export function thrownError(manifest: AnyToolManifest, cause: unknown, redactor: Redactor): [EffectBoundary, ToolError] {
   try {
     if (ToolError.is(cause)) {
-      const copy = new ToolError(cause.code, cause.message.slice(0, 2000), {
+      const copy = new ToolError(cause.code, redactedPrefix(redactor, cause.message, 2000), {
         cause,
         ...(isPlainRecord(cause.details) ? { details: cause.details } : {}),
         ...(cause.boundary === undefined ? {} : { boundary: cause.boundary }),
@@ -161,7 +176,7 @@ export function thrownError(manifest: AnyToolManifest, cause: unknown): [EffectB
     // a ToolError whose fields cannot be read is treated as any other failure
   }
   const boundary: EffectBoundary = isSideEffectful(manifest.effect) ? "effect_state_unknown" : "effect_failed";
-  return [boundary, new ToolError("handler_failed", `${manifest.id} failed: ${errorText(cause).slice(0, 500)}`, { cause })];
+  return [boundary, new ToolError("handler_failed", `${manifest.id} failed: ${redactedPrefix(redactor, errorText(cause), 500)}`, { cause })];
 }
 
 function isPlainRecord(value: unknown): value is Readonly<Record<string, unknown>> {
@@ -178,10 +193,10 @@ export function abortedError(manifest: AnyToolManifest, why: "timeout" | "cancel
 }
 
 /** The manifest's one-line description of a result, for the audit; null when it has none or fails. */
-export function describeOutput(manifest: AnyToolManifest, output: unknown): string | null {
+export function describeOutput(manifest: AnyToolManifest, output: unknown, redactor: Redactor): string | null {
   if (!manifest.describeResult) return null;
   try {
-    return String(manifest.describeResult(output)).slice(0, 256);
+    return redactedPrefix(redactor, String(manifest.describeResult(output)), 256);
   } catch {
     return null;
   }
@@ -192,7 +207,7 @@ export function targetOf(env: GateEnv, c: Frozenish): string | undefined {
   const target = c.tool.manifest.target;
   if (!target) return undefined;
   try {
-    return env.redactor.redactText(String(target(c.parsed))).slice(0, 256);
+    return redactedPrefix(env.redactor, String(target(c.parsed)), 256);
   } catch {
     return undefined;
   }
@@ -213,6 +228,14 @@ export function errorText(cause: unknown): string {
   }
 }
 
-function safeString(value: unknown): string | undefined {
-  return typeof value === "string" ? value.slice(0, 256) : undefined;
+function safeString(env: GateEnv, value: unknown): string | undefined {
+  return typeof value === "string" ? redactedPrefix(env.redactor, value, 256) : undefined;
+}
+
+function safeText(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return "unprintable";
+  }
 }

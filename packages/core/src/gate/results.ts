@@ -37,6 +37,14 @@ export interface ApprovalRequiredResult extends ResultBase {
   readonly idempotencyKey: string;
   /** For held output: which rules matched where. Excerpts are only in the preview, for the human. */
   readonly findings?: readonly Pick<InjectionFinding, "rule" | "path">[];
+  /**
+   * What to hand the model: a line of the gate's own, then what the human is shown, fenced as
+   * untrusted — a preview quotes what it read (an event, a draft, a file), and held output's
+   * excerpts are the very text that was flagged. Never hand the model `preview` itself.
+   */
+  readonly content: string;
+  /** Places in the preview that read like instructions (where `path` is inside the preview). */
+  readonly previewFindings?: readonly Pick<InjectionFinding, "rule" | "path">[];
 }
 
 /** Policy or approval refused the call before any effect. */
@@ -52,7 +60,15 @@ export interface DeniedResult extends ResultBase {
 export interface ErrorResult extends ResultBase {
   readonly status: "error";
   readonly code: ToolErrorCode;
+  /**
+   * Redacted. For a tool whose output is untrusted, and for a preview's own error, the text is
+   * fenced in a random boundary (`untrusted: true`): the tool, or what it read, wrote it.
+   */
   readonly message: string;
+  /** True when `message` holds text someone else wrote, fenced. */
+  readonly untrusted?: boolean;
+  /** Places in a fenced `message` that read like instructions. */
+  readonly findings?: readonly InjectionFinding[];
   readonly details?: Readonly<Record<string, unknown>>;
   readonly boundary: EffectBoundary;
   readonly retryable: boolean;

@@ -39,7 +39,8 @@ async function previewForApproval(c: Authorized, env: GateEnv): Promise<Previewe
     }
   }
   const built = await buildPreview(env, c);
-  if (ToolError.is(built)) return refuse(env, c, "error", built);
+  // What a preview throws may quote what it read (someone else's event, a draft): fenced for the model.
+  if (ToolError.is(built)) return refuse(env, c, "error", built, { foreign: thrownByPreview.has(built) });
   (c as Writable<Previewed>).approval = built;
   return c as Previewed;
 }
@@ -77,10 +78,16 @@ async function buildPreview(env: GateEnv, c: Authorized): Promise<BuiltPreview |
     }
     return { preview: shown, previewHash: hashCanonical(shown), plan: copy.plan };
   } catch (cause) {
-    if (ToolError.is(cause)) return cause;
-    return new ToolError("preview_invalid", `${manifest.id} could not build its preview: ${env.redactor.redactText(errorText(cause))}`, { cause });
+    const error = ToolError.is(cause)
+      ? cause
+      : new ToolError("preview_invalid", `${manifest.id} could not build its preview: ${env.redactor.redactText(errorText(cause))}`, { cause });
+    thrownByPreview.add(error);
+    return error;
   }
 }
+
+/** Errors a preview threw (or that carry its text), as opposed to the gate's verdicts on what it returned. */
+const thrownByPreview = new WeakSet<ToolError>();
 
 function previewProblems(raw: unknown): string | undefined {
   if (raw === null || typeof raw !== "object") return "a preview must be an object { summary, details?, body?, plan? }";

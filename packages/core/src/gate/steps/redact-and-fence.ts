@@ -34,7 +34,7 @@ export const redactAndFence: Step<OutputChecked, Fenced> = {
     }
     next.findings = manifest.untrustedOutput ? scanForInjection(next.output) : NO_FINDINGS;
     next.outputHash = sha256Hex(next.outputJson);
-    next.described = describeOutput(manifest, next.output);
+    next.described = describeOutput(manifest, next.output, env.redactor);
     if (next.findings.length === 0 || c.call.profile.onInjection !== "hold") return next;
     return hold(next, env);
   },
@@ -43,10 +43,11 @@ export const redactAndFence: Step<OutputChecked, Fenced> = {
 async function hold(c: Writable<Fenced>, env: GateEnv): Promise<Fenced> {
   const { manifest } = c.tool;
   const findings = c.findings;
-  const preview: ApprovalPreview = {
+  // The excerpts are the flagged text itself: the human sees them here; the model only inside the result's fenced `content`.
+  const preview: ApprovalPreview = env.redactor.redact({
     summary: `Output of ${manifest.id} contains text that reads like instructions; release it to the model?`,
     details: { findings: findings.map((f) => ({ rule: f.rule, path: f.path, excerpt: f.excerpt })) },
-  };
+  });
   // The result is still settled (a grant releases it from the outbox); the caller is told to ask a human.
   c.held = await requestApproval(env, c, "output", preview, hashCanonical(preview), findings);
   return c;

@@ -8,6 +8,7 @@ import type { ApprovalGrant } from "../approvals.js";
 import type { CallOptions } from "../gate.js";
 import { refuse } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
+import { redactedPrefix } from "../foreign-text.js";
 
 const MAX_KEY_LENGTH = 256;
 
@@ -29,7 +30,14 @@ export const resolve: Step<CallStart, Resolved> = {
 export function findTool(env: GateEnv, id: unknown): RegisteredTool | ToolError {
   const tool = typeof id === "string" ? env.tools.get(id) : undefined;
   if (tool) return tool;
-  return new ToolError("unknown_tool", `no tool named ${JSON.stringify(String(id).slice(0, 128))}`, {
+  let asked: string;
+  try {
+    asked = String(id);
+  } catch {
+    asked = "unprintable";
+  }
+  // Redacted before it is cut: a model may name a secret as a tool, and a cut must never leave part of one.
+  return new ToolError("unknown_tool", `no tool named ${JSON.stringify(redactedPrefix(env.redactor, asked, 128))}`, {
     details: { known: [...env.tools.values()].filter((t) => t.manifest.visibility !== "hidden").map((t) => t.manifest.id) },
   });
 }

@@ -54,7 +54,7 @@ function settleOutcome(c: Runnable, env: GateEnv, outcome: HandlerOutcome): Ran 
     watchLate(env, c, outcome.late);
     return settleFailure(env, c, ...abortedError(manifest, outcome.why));
   }
-  if (outcome.kind === "threw") return settleFailure(env, c, ...thrownError(manifest, outcome.error));
+  if (outcome.kind === "threw") return settleFailure(env, c, ...thrownError(manifest, outcome.error, env.redactor));
   (c as Writable<Ran>).raw = outcome.value;
   return c as Ran;
 }
