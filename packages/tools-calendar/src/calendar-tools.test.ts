@@ -134,6 +134,24 @@ describe("calendar family through a real gate, the real client and the emulator"
     expect(result.status === "ok" && result.content).toContain("<untrusted-data");
   });
 
+  it("fences an updated event: the fields the change left alone were written by someone else", async () => {
+    const gate = gateWith();
+    const result = await approved(gate, "calendar.update_event", { eventId: "inj0000001", changes: { location: "Room 2" } });
+    expect(result).toMatchObject({ status: "ok", untrusted: true, output: { location: "Room 2" } });
+    expect(result.status === "ok" && result.findings.length).toBeGreaterThan(0);
+    expect(result.status === "ok" && result.content).toMatch(/^<untrusted-data boundary="tg-[0-9a-f]+" tool="calendar.update_event">/);
+  });
+
+  it("fences the update's preview for the model: it quotes the event someone else wrote", async () => {
+    const gate = gateWith();
+    const first = await gate.invoke("calendar.update_event", { eventId: "inj0000001", changes: { description: "mine now" } }, call);
+    expect(first.status).toBe("approval_required");
+    if (first.status !== "approval_required") return;
+    expect(first.content).toMatch(/^calendar.update_event has not run: a human must approve it first/);
+    expect(first.content).toContain('<untrusted-data boundary="tg-');
+    expect(first.previewFindings?.length).toBeGreaterThan(0);
+  });
+
   // ---------- every tool, time zones and all-day events ----------
 
   it("creates a wall-clock event in another zone and reads it back at the right instant", async () => {

@@ -81,7 +81,9 @@ export function updateEventTool(config: CalendarConfig) {
     dataClass: "personal",
     connector: { provider: config.provider, scopes: [CALENDAR_SCOPES.events] },
     runtimeIsolation: config.isolation,
-    untrustedOutput: false,
+    // The event as Google returns it after the change: every field the change left alone (the
+    // description, other attendees' text) was written by someone else.
+    untrustedOutput: true,
     target: (input) => `event ${input.eventId} in ${input.calendarId}`,
     describeResult: (output) => `event ${output.id} updated`,
     handler: async (input, ctx) => {
