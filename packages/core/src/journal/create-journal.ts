@@ -18,7 +18,7 @@ import {
 import { checkGrant } from "./grant-check.js";
 import { isSideEffectful } from "../manifest.js";
 import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
-import { openEntry, openRequest, sealEntry, sealRequest, subjectOf } from "./sealed-rows.js";
+import { openEntry, openRequest, sealEntry, sealRequest, subjectOf, tampered } from "./sealed-rows.js";
 import type { ApprovalRequest, AuditEventInput, BeginIntentResult, GrantCheck, GrantOutcome, Journal, JournalReceipt, OutboxEntry } from "./types.js";
 
 export interface CreateJournalOptions {
@@ -152,6 +152,10 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
           let entry: OutboxEntry;
           try {
             entry = openEntry(auditKey, row)!;
+            // The state and time columns a claim selects by are not sealed: the sealed row must agree.
+            if (!claim.states.includes(entry.state) || !(Date.parse(entry.updatedAt) < updatedBeforeMs)) {
+              throw tampered("entry", row.id, "index", `is claimable by its columns but not by its sealed state (${entry.state}, ${entry.updatedAt})`);
+            }
           } catch (error) {
             if (!ToolError.is(error, "journal_tampered")) throw error;
             // Never replayed, never resealed: recorded, and moved out of every later claim's reach.

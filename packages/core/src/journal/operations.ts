@@ -13,8 +13,8 @@ export interface JournalRowProblem {
   readonly kind: RowKind | "audit";
   /** The entry's key, the request's id, or the link's seq. */
   readonly id: string;
-  /** For rows, see `RowProblem`; `index`: the audit table's subject column disagrees with the MACed event. */
-  readonly problem: RowProblem | "index";
+  /** See `RowProblem`; for `audit`, `index`: the link's subject column disagrees with its MACed payload. */
+  readonly problem: RowProblem;
   readonly detail: string;
 }
 

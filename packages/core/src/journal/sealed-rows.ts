@@ -61,9 +61,10 @@ export function withoutBody(text: string): string | undefined {
  * What is wrong with a row: `seal` (edited, forged, or copied from another journal), `restated`
  * (an older, validly sealed version put back), `no_event` (no audit event recorded it), `missing`
  * (an event recorded it, the row is gone), `schema` (the sealed JSON is not a row of its kind),
- * `moved` (stored under another key or id).
+ * `moved` (stored under another key or id), `index` (a column the store selects rows by, or the
+ * audit table's subject column, disagrees with what is sealed).
  */
-export type RowProblem = "seal" | "restated" | "no_event" | "missing" | "schema" | "moved";
+export type RowProblem = "seal" | "restated" | "no_event" | "missing" | "schema" | "moved" | "index";
 
 export function tampered(kind: RowKind, id: string, problem: RowProblem, what: string): ToolError {
   return new ToolError("journal_tampered", `the stored ${kind === "entry" ? "outbox entry" : "approval request"} ${id} ${what}; it was not used`, {

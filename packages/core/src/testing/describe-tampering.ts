@@ -160,6 +160,22 @@ export function describeJournalTampering(name: string, open: () => Promise<Tampe
     );
 
     it(
+      "does not let recovery claim a settled or in-flight entry whose state or time column was edited (the columns are not sealed)",
+      withJournal(async ({ journal, raw }) => {
+        await journal.beginIntent(sampleIntent("k1"));
+        await settleOk(journal, "k1", { sent: true });
+        await journal.beginIntent(sampleIntent("k2", { at: at(50_000) }));
+        await raw.putEntry({ key: "k1", state: "pending", updatedMs: Date.parse(at(100)), text: (await raw.entry("k1"))! });
+        await raw.putEntry({ key: "k2", state: "pending", updatedMs: Date.parse(at()), text: (await raw.entry("k2"))! });
+        const found: string[] = [];
+        const claim = { states: ["pending"] as const, updatedBefore: at(10_000), limit: 10, claimant: "w1", at: at(20_000) };
+        expect(await journal.claimOutbox({ ...claim, onTampered: (key) => found.push(key) })).toEqual([]);
+        expect(found.sort()).toEqual(["k1", "k2"]);
+        expect((await journal.getIntent("k1"))?.state).toBe("completed");
+      }),
+    );
+
+    it(
       "refuses an edit of any field of an entry or a request",
       withJournal(async ({ journal, raw }) => {
         await journal.beginIntent(sampleIntent("k1"));
