@@ -14,9 +14,12 @@ export function redactedPrefix(redactor: Redactor, text: string, max: number): s
 }
 
 /** An error's (already redacted) text from a tool whose output is untrusted: scanned, then fenced. */
-export function fencedError(toolId: string, message: string): { readonly message: string; readonly findings: readonly InjectionFinding[] } {
+export function fencedError(
+  toolId: string,
+  message: string,
+): { readonly message: string; readonly findings: readonly Pick<InjectionFinding, "rule" | "path">[] } {
   const findings = scanForInjection(message);
-  return { message: fenceUntrusted(toolId, message, findings, "error").text, findings };
+  return { message: fenceUntrusted(toolId, message, findings, "error").text, findings: findings.map((f) => ({ rule: f.rule, path: f.path })) };
 }
 
 /**

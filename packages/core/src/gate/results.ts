@@ -67,8 +67,8 @@ export interface ErrorResult extends ResultBase {
   readonly message: string;
   /** True when `message` holds text someone else wrote, fenced. */
   readonly untrusted?: boolean;
-  /** Places in a fenced `message` that read like instructions. */
-  readonly findings?: readonly InjectionFinding[];
+  /** Places in a fenced `message` that read like instructions (no excerpts: the text is in the fence). */
+  readonly findings?: readonly Pick<InjectionFinding, "rule" | "path">[];
   readonly details?: Readonly<Record<string, unknown>>;
   readonly boundary: EffectBoundary;
   readonly retryable: boolean;
