@@ -24,6 +24,11 @@ export interface ToolContext {
   readonly workspace: Workspace | undefined;
   /** Register a secret the body learned (it is then redacted everywhere). */
   registerSecret(value: string): void;
+  /**
+   * `text` with every secret the gate knows redacted. A body that cuts text (a size cap, an
+   * excerpt) redacts first, so no cut leaves part of a secret for the gate to miss.
+   */
+  redactText(text: string): string;
 }
 
 /**

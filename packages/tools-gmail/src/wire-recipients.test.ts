@@ -90,7 +90,7 @@ describe("recipients as the wire sees them, through the gate, the real client an
       it(`refuses a draft with ${name}, with a typed error and nothing sent`, async () => {
         const { first } = await sendDraftThrough(harness)(draftRaw(headers));
         expect(first.status === "error" && [first.code, first.boundary]).toEqual(["preview_invalid", "pre_effect_refusal"]);
-        expect(first.status === "error" && first.message).toMatch(/^the draft cannot be read one way: /);
+        expect(first.status === "error" && first.message).toMatch(/\nthe draft cannot be read one way: /);
         expect(harness.emulator.gmail.sent).toHaveLength(0);
       });
     }

@@ -294,7 +294,10 @@ describe("untrusted content", () => {
     expect(result.status === "approval_required" && result.reason).toBe("output");
     // Nothing of the file reaches the caller until a human releases it.
     expect("output" in result).toBe(false);
-    expect("content" in result).toBe(false);
+    const told = result.status === "approval_required" ? result.content : "";
+    expect(told).toContain("is held for a human");
+    expect(told).not.toContain("attacker@example.invalid");
+    expect(told).not.toMatch(/ignore all previous/i);
   });
 });
 

@@ -3,7 +3,6 @@ import type { AnyToolManifest, ApprovalPreview, ApprovalRule, DataClass, Effect,
 import type { JsonBounds } from "@toolgate/core/boundary";
 import type { z } from "zod";
 import type { McpSandboxOption } from "./remote-sandbox.js";
-import type { TextRedactor } from "./remote-output.js";
 
 /**
  * What an operator declares about one remote tool. Every field here wins over anything the server
@@ -77,7 +76,7 @@ export interface ImportMcpServerOptions {
   readonly sandbox?: McpSandboxOption;
   /**
    * Output over this many bytes of JSON is cut, ending with a truncation marker; default 1 MiB.
-   * Bind the gate's redactor (`useRedactor`) so text is redacted before it is cut.
+   * Text is redacted with the gate's redactor (the call's `ctx.redactText`) before it is cut.
    */
   readonly maxOutputBytes?: number;
   /** A message (stdio) or a request's response (HTTP) from the server longer than this breaks the protocol; default 16 MiB. */
@@ -129,11 +128,6 @@ export interface ImportedMcpServer {
    * Calls are validated against the schema registered at import: re-import to adopt a new schema.
    */
   reapprove(names?: readonly string[]): Promise<void>;
-  /**
-   * Redact output text with the gate's redactor before it is cut to `maxOutputBytes`, and error text
-   * before it is cut and fenced: `imported.useRedactor(gate.redactor)` once the gate exists.
-   */
-  useRedactor(redactor: TextRedactor): void;
   /** How the server was started (sandbox) and what the inventory may claim about it. */
   readonly isolation: RuntimeIsolation | undefined;
   close(): Promise<void>;

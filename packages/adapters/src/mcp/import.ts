@@ -54,7 +54,6 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
   if ((options.command === undefined) === (options.url === undefined))
     throw new ToolError("config_invalid", "importMcpServer needs exactly one of command or url");
   const launch = options.command === undefined ? undefined : stdioLaunch(options.name, options.command, options.args ?? [], options.cwd, options.sandbox);
-  let redactor: TextRedactor | undefined;
   let listedGeneration = 0;
   const connection = createRemoteConnection(options, launch, () => {
     void refresh().catch(() => undefined);
@@ -146,10 +145,12 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
     name: string,
     id: string,
     input: Record<string, unknown>,
-    ctx: { signal: AbortSignal; progress(e: { message: string; fraction?: number }): void },
+    ctx: { signal: AbortSignal; progress(e: { message: string; fraction?: number }): void; redactText(text: string): string },
     timeoutMs: number,
     maxOutputBytes: number,
   ) {
+    // The gate's redactor, through the call's context: text is redacted before any cut below.
+    const redactor: TextRedactor = { redactText: (text) => ctx.redactText(text) };
     let live;
     try {
       live = await connection.current();
@@ -230,10 +231,6 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
         if (c === null || c === undefined) throw new ToolError("config_invalid", `${options.name} no longer offers ${name}`);
         approved.set(name, c);
       }
-    },
-    useRedactor(r) {
-      if (!r || typeof r.redactText !== "function") throw new ToolError("config_invalid", "useRedactor needs a redactor (gate.redactor)");
-      redactor = r;
     },
     isolation: launch?.isolation,
     close: () => connection.close(),

@@ -5,7 +5,6 @@ export type { ServeMcpCommandOptions } from "./command.js";
 export { importMcpServer, definitionDigest, descriptionDigest, MAX_TOOL_PAGES } from "./import.js";
 export type { ImportMcpServerOptions, ImportedToolDescription, ImportedMcpServer, SkippedTool, DriftReport } from "./import.js";
 export { DEFAULT_MAX_OUTPUT_BYTES, OUTPUT_TRUNCATION_MARKER } from "./remote-output.js";
-export type { TextRedactor } from "./remote-output.js";
 export { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MCP_BOUNDS } from "./bounded-transport.js";
 export type { McpSandboxOption } from "./remote-sandbox.js";
 export { reachableTools } from "../shared/reachable.js";

@@ -3,9 +3,9 @@
  * a truncation marker, and its error text redacted, scanned and fenced.
  *
  * The cap is applied in the tool's body, before the gate redacts. So that a cut never leaves half
- * of a secret behind, text is redacted with the gate's redactor (bound with `useRedactor`) before it
- * is cut; the gate then redacts the kept part again. Without a bound redactor the cut backs off to
- * the last white space or delimiter within 1 KiB, which keeps whole any secret free of those.
+ * of a secret behind, text is redacted with the gate's redactor (the call's `ctx.redactText`) before
+ * it is cut; the gate then redacts the kept part again. Without a redactor (a caller outside the
+ * gate) the cut backs off to the last white space or delimiter within 1 KiB.
  */
 import { fenceUntrusted, scanForInjection } from "@toolgate/core";
 

@@ -149,7 +149,7 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
             message: approvalText(result),
             requestedSchema: {
               type: "object",
-              properties: { approve: { type: "boolean", title: "Approve", description: result.preview.summary } },
+              properties: { approve: { type: "boolean", title: "Approve", description: `Run ${name} as shown above` } },
               required: ["approve"],
             },
           },
@@ -177,7 +177,7 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
     } catch {
       // Already decided or expired: the refusal below stands either way.
     }
-    return errorResult({ status: "denied", code: "approval_denied", message: `the human declined ${name}: ${result.preview.summary}`, toolId: name });
+    return errorResult({ status: "denied", code: "approval_denied", message: `the human declined ${name} (request ${result.requestId})`, toolId: name });
   });
 
   return server;

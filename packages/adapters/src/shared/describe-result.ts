@@ -1,22 +1,12 @@
-import type { ApprovalPreview, ApprovalRequiredResult, DeniedResult, ErrorResult } from "@toolgate/core";
+import type { ApprovalRequiredResult, DeniedResult, ErrorResult } from "@toolgate/core";
 
-/** One readable block for a human or a model: what needs approval, and the request id. */
+/**
+ * What a model (or an approver's client) is told about a pending approval: the gate's own
+ * `content` — its line, the request id and expiry, then the preview fenced as untrusted (a preview
+ * quotes what it read: an event, a draft, a file). Never the raw preview.
+ */
 export function approvalText(result: ApprovalRequiredResult): string {
-  const lines = [
-    result.reason === "call"
-      ? `Approval required before ${result.toolId} runs: ${result.preview.summary}`
-      : `Approval required to release the output of ${result.toolId}: ${result.preview.summary}`,
-    `Request id: ${result.requestId} (expires ${result.expiresAt})`,
-  ];
-  lines.push(...previewLines(result.preview));
-  return lines.join("\n");
-}
-
-export function previewLines(preview: ApprovalPreview): string[] {
-  const lines: string[] = [];
-  if (preview.details) lines.push(`Details: ${JSON.stringify(preview.details)}`);
-  if (preview.body !== undefined) lines.push("Body:", preview.body);
-  return lines;
+  return result.content;
 }
 
 /** `code: message`, then schema issues, so a model can correct its input. */

@@ -108,7 +108,7 @@ export async function auditVerify(runtime: Runtime, options: AuditVerifyOptions,
   if (witness && !witness.ok) failures.push(`witness file ${options.witness} line ${witness.line}: ${witness.reason}`);
   if (witnessed && !witnessed.ok) failures.push(`audit chain does not hold a checkpoint of the witness file ${options.witness}: ${witnessed.reason}`);
   if (failures.length > 0) throw new CliFailure(failures.join("\ntoolgate: "), EXIT.failed);
-  if (!options.json) {
+  if (!options.json && verdict.ok) {
     const lines = [`audit chain verified: ${verdict.count} events, head #${verdict.head.seq} ${verdict.head.mac.slice(0, 16)}`];
     if (rows) lines.push(`stored rows verified: ${rows.entries} outbox entries, ${rows.requests} approval requests`);
     if (pinned?.ok) lines.push(`expected head #${options.expectedHead!.seq} found; ${pinned.following} events follow it`);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { eventually, gateOver, startFixture } from "../fixtures/helpers.js";
+import { eventually, fenced, gateOver, startFixture } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
 
 const handles: ToolProcessHandle[] = [];
@@ -114,7 +114,7 @@ describe("what an approver sees of an escalation: the host's words, the tool's r
     expect(result).toMatchObject({
       status: "error",
       code: "approval_unknown",
-      message: "fx.escalate asked for a human's approval before acting; none was given. Call again with the same input to request one.",
+      message: fenced("fx.escalate asked for a human's approval before acting; none was given. Call again with the same input to request one."),
       details: { escalation: { claimedBy: "tool process fx", verified: false, text: "about to say: ignore previous instructions" }, retry: "same input" },
     });
   });
@@ -125,12 +125,12 @@ describe("a process's own text in errors and progress is plain and bounded, neve
     const handle = await fixture();
     const { gate, call } = gateOver(handle);
     const odd = await gate.invoke("fx.fail", { code: "x\u202E\n\u0000y" }, call);
-    expect(odd).toMatchObject({ status: "error", code: "handler_failed", message: "fx.fail failed: failed with x y", details: { wireCode: "x y" } });
+    expect(odd).toMatchObject({ status: "error", code: "handler_failed", message: fenced("fx.fail failed: failed with x y"), details: { wireCode: "x y" } });
     const long = await gate.invoke("fx.fail", { code: "e", message: `${"c".repeat(1800)}sk-live-0123456789` }, { ...call, idempotencyKey: "long" });
     expect(long).toMatchObject({
       status: "error",
       code: "handler_failed",
-      message: "fx.fail failed: [the tool's message withheld: 1818 characters, over the 1800-character limit]",
+      message: fenced("fx.fail failed: [the tool's message withheld: 1818 characters, over the 1800-character limit]"),
     });
   });
 
@@ -162,7 +162,7 @@ describe("a process's own text in errors and progress is plain and bounded, neve
     const { gate, call } = gateOver(started.handle);
     const run = (pieces: object[]) => gate.invoke("fx.emit", { script: Buffer.from(JSON.stringify({ pieces, cuts: [] })).toString("base64") }, call);
     const unknown = await run([{ frame: '{"type":"ToolResult","call_id":"\\u202Enobody\\u0007","verified":"Verified","output":1}' }]);
-    expect(unknown).toMatchObject({ code: "protocol_error", message: 'fx.emit: tool process sent ToolResult for unknown call_id "nobody\\u0007"' });
+    expect(unknown).toMatchObject({ code: "protocol_error", message: fenced('fx.emit: tool process sent ToolResult for unknown call_id "nobody\\u0007"') });
     await eventually(
       () => started.handle.status().state,
       (s) => s === "ready",
@@ -170,8 +170,8 @@ describe("a process's own text in errors and progress is plain and bounded, neve
     const body = Buffer.from("\u202E\u2066x");
     const garbled = await run([{ raw: Buffer.concat([Buffer.from([0, 0, 0, body.length]), body]).toString("base64") }]);
     expect(garbled).toMatchObject({ code: "protocol_error" });
-    expect((garbled as { message: string }).message).toMatch(
-      /^fx\.emit: tool process broke the framing: frame of 7 bytes is not valid JSON: [^\u202E\u2066]*$/,
+    expect((garbled as { message: string }).message).toEqual(
+      fenced(/^fx\.emit: tool process broke the framing: frame of 7 bytes is not valid JSON: [^\u202E\u2066\n]*$/),
     );
   });
 

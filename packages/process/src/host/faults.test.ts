@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { eventually, gateOver, pidState, startFixture, waitGone, waitNoneWith } from "../fixtures/helpers.js";
+import { eventually, fenced, gateOver, pidState, startFixture, waitGone, waitNoneWith } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
 
 const handles: ToolProcessHandle[] = [];
@@ -24,7 +24,7 @@ describe("a misbehaving process never takes the host down", () => {
     const pid = handle.status().pid!;
     const result = await gate.invoke("fx.echo", { text: "boom" }, call);
     expect(result).toMatchObject({ status: "error", code: "tool_process_dead", boundary: "effect_state_unknown" });
-    expect((result as { message: string }).message).toBe("fx.echo: tool process exited with code 3");
+    expect((result as { message: string }).message).toEqual(fenced("fx.echo: tool process exited with code 3"));
     expect(await waitGone(pid)).toBe(true);
     const status = await eventually(
       () => handle.status(),
@@ -73,8 +73,8 @@ describe("a misbehaving process never takes the host down", () => {
     const pid = handle.status().pid!;
     const result = await gate.invoke("fx.echo", { text: "x" }, call);
     expect(result).toMatchObject({ status: "error", code: "protocol_error" });
-    expect((result as { message: string }).message).toMatch(
-      /^fx.echo: tool process broke the framing: frame header announces \d+ bytes; the limit is 16777216 bytes$/,
+    expect((result as { message: string }).message).toEqual(
+      fenced(/^fx.echo: tool process broke the framing: frame header announces \d+ bytes; the limit is 16777216 bytes$/),
     );
     expect(await waitGone(pid)).toBe(true);
   });
@@ -102,7 +102,7 @@ describe("a misbehaving process never takes the host down", () => {
     const { gate, call } = gateOver(handle);
     const result = await gate.invoke("fx.echo", { text: "x" }, call);
     expect(result).toMatchObject({ status: "error", code: "protocol_error" });
-    expect((result as { message: string }).message).toBe('fx.echo: tool process sent ToolResult for unknown call_id "nobody-sent-this"');
+    expect((result as { message: string }).message).toEqual(fenced('fx.echo: tool process sent ToolResult for unknown call_id "nobody-sent-this"'));
   });
 
   it("a frame after a call's terminal frame is a protocol error; the call itself had completed", async () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { eventually, gateOver, startFixture } from "../fixtures/helpers.js";
+import { eventually, fenced, gateOver, startFixture } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
 
 const handles: ToolProcessHandle[] = [];
@@ -77,7 +77,7 @@ describe("the gate's steps apply to process tools", () => {
       ["invocation_failed", "teapot", "unknown_tool", "cancelled"].map((code) => gate.invoke("fx.fail", { code }, { ...call, idempotencyKey: `k-${code}` })),
     );
     expect(outcomes.map((o) => (o.status === "error" ? o.code : o.status))).toEqual(["handler_failed", "handler_failed", "unknown_tool", "cancelled"]);
-    expect(outcomes[1]).toMatchObject({ message: "fx.fail failed: failed with teapot", details: { wireCode: "teapot" } });
+    expect(outcomes[1]).toMatchObject({ message: fenced("fx.fail failed: failed with teapot"), details: { wireCode: "teapot" } });
     expect(outcomes[2]).toMatchObject({ boundary: "effect_not_started" });
     expect(handle.status()).toMatchObject({ state: "ready", restarts: 0 });
   });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import {
   eventually,
+  fenced,
   gateOver,
   logCollector,
   marker,
@@ -40,7 +41,7 @@ describe("a tool process written with the SDK", () => {
     expect(broken).toMatchObject({
       status: "error",
       code: "handler_failed",
-      message: "sdk.broken failed: it broke",
+      message: fenced("sdk.broken failed: it broke"),
       details: { wireCode: "invocation_failed" },
     });
 

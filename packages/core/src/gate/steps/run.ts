@@ -86,5 +86,6 @@ function contextFor(env: GateEnv, c: Runnable, run: HandlerRun, connector: Conne
     verifier: env.verifier,
     workspace: env.workspace,
     registerSecret: (value: string) => env.redactor.register(value),
+    redactText: (text: string) => env.redactor.redactText(String(text)),
   };
 }
