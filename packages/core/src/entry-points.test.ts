@@ -220,6 +220,7 @@ const ENTRY_POINTS = {
       "DEFAULT_SANDBOX_READ_ONLY_PATHS",
       "MAX_CANDIDATE_LENGTH",
       "TRUNCATION_MARKER",
+      "bubblewrapMasks",
       "createRootGuard",
       "createVerifier",
       "createWorkspace",

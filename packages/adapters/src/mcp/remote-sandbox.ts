@@ -6,10 +6,10 @@
  * a warning and an isolation that says so.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { ToolError, type RuntimeIsolation } from "@toolgate/core";
-import { DEFAULT_SANDBOX_READ_ONLY_PATHS, isProtectedPath, protectedPaths } from "@toolgate/core/boundary";
+import { bubblewrapMasks, DEFAULT_SANDBOX_READ_ONLY_PATHS, isProtectedPath } from "@toolgate/core/boundary";
 
 /** `auto` (default): bubblewrap where bwrap is found, otherwise none with a warning. `bubblewrap`: required. */
 export type McpSandboxOption =
@@ -84,7 +84,7 @@ export function stdioLaunch(name: string, command: string, args: readonly string
     // The gate's state (protected paths) is masked wherever a bound directory holds it, as it is
     // when the server starts: a directory by an empty one, a file by an empty file.
     get args() {
-      return [...argv, ...masks(bound), "--chdir", where, "--", command, ...args];
+      return [...argv, ...bubblewrapMasks(bound), "--chdir", where, "--", command, ...args];
     },
     isolation: {
       network: network ? "unrestricted" : "none",
@@ -95,21 +95,6 @@ export function stdioLaunch(name: string, command: string, args: readonly string
     },
     warning: undefined,
   };
-}
-
-function masks(bound: readonly string[]): string[] {
-  const out: string[] = [];
-  for (const p of protectedPaths()) {
-    if (!bound.some((b) => p === b || p.startsWith(b.endsWith(path.sep) ? b : b + path.sep))) continue;
-    let info;
-    try {
-      info = statSync(p);
-    } catch {
-      continue; // Not there: nothing to read.
-    }
-    out.push(...(info.isDirectory() ? ["--tmpfs", p] : ["--ro-bind", "/dev/null", p]));
-  }
-  return out;
 }
 
 /**

@@ -79,9 +79,18 @@ export function sandboxedArgv(
   args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
   for (const p of sandbox.readOnlyPaths) args.push("--ro-bind-try", p, p);
   args.push(write ? "--bind" : "--ro-bind", realRoot, realRoot);
-  for (const p of masked([realRoot, ...sandbox.readOnlyPaths], [...protectedPaths(), ...hidden]))
-    args.push(...(isDirectory(p) ? ["--tmpfs", p] : ["--ro-bind", "/dev/null", p]));
+  args.push(...bubblewrapMasks([realRoot, ...sandbox.readOnlyPaths], hidden));
   return [...args, "--chdir", cwd, "--", ...argv];
+}
+
+/**
+ * The bubblewrap arguments that hide every protected path (and `hidden`) inside the paths a sandbox
+ * binds: a directory behind an empty tmpfs, a file behind /dev/null. Pass them after the binds.
+ * Every sandbox that binds host paths (the verifier's, tool processes', imported MCP servers')
+ * uses this one list, so the gate's state is out of reach wherever it is configured.
+ */
+export function bubblewrapMasks(bound: readonly string[], hidden: readonly string[] = []): string[] {
+  return masked(bound, [...protectedPaths(), ...hidden]).flatMap((p) => (isDirectory(p) ? ["--tmpfs", p] : ["--ro-bind", "/dev/null", p]));
 }
 
 const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);

@@ -1,9 +1,10 @@
 import { createSocket } from "node:dgram";
-import { existsSync, mkdtempSync, readlinkSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ToolError } from "@toolgate/core";
+import { protectPath } from "@toolgate/core/boundary";
 import { afterEach, describe, expect, it } from "vitest";
 import { findOrUndefined, marker, NODE, PROBE_TOOL, toolRunner, waitNoneWith } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
@@ -176,6 +177,21 @@ for (const box of SANDBOXES) {
         dns: blocked,
         reached: reachedOutside,
       });
+    });
+
+    it("the gate's own state (protected paths) is out of the tool's reach, which it reads without the sandbox", async () => {
+      const state = tempDir("toolgate-probe-state-");
+      const key = join(state, "audit.key");
+      writeFileSync(key, "protected-audit-key\n");
+      protectPath(state);
+      const read = async (sandbox: SandboxOption | undefined) => {
+        const { run } = await startProbe(sandbox);
+        return (await run("read", { path: key })) as { ok: boolean; text?: string; code?: string };
+      };
+      expect(await read(undefined)).toEqual({ ok: true, text: "protected-audit-key\n" });
+      const inside = await read(box.kind);
+      expect(inside.ok).toBe(false);
+      expect(JSON.stringify(inside)).not.toContain("protected-audit-key");
     });
 
     it(`filesystem "${box.filesystem}", as its manifests say: what the tool may write on the host, against the same writes without the sandbox`, async () => {

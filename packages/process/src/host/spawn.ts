@@ -1,6 +1,7 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { ToolError } from "@toolgate/core";
+import { bubblewrapMasks, protectedPaths } from "@toolgate/core/boundary";
 
 /**
  * A wrapper the spawn goes through. `auto` (the default): bubblewrap when `bwrap` is on PATH, and
@@ -121,5 +122,8 @@ export function wrappedArgv(command: string, args: readonly string[], sandbox: R
   if (!found) throw new ToolError("config_invalid", `sandbox ${spec.kind} needs ${known.program}, which was not found on PATH`);
   const extra = (spec as { args?: readonly string[] }).args ?? [];
   const chdir = spec.kind === "bubblewrap" && cwd !== undefined ? ["--chdir", cwd] : [];
-  return [found, ...known.args, ...chdir, ...extra, command, ...args];
+  // The host is bound read-only, so the gate's own state (protected paths: journal, keys, vault,
+  // grants) is masked in it, as it stands at each start.
+  const masks = spec.kind === "bubblewrap" ? bubblewrapMasks(["/"]) : spec.kind === "firejail" ? protectedPaths().map((p) => `--blacklist=${p}`) : [];
+  return [found, ...known.args, ...masks, ...chdir, ...extra, command, ...args];
 }
