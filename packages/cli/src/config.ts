@@ -30,11 +30,12 @@ export interface Composition {
 
 /**
  * Where the journal lives: a SQLite file, a PostgreSQL URL, or memory (gone when the CLI exits);
- * `witness`: a file outside the journal's directory for signed checkpoints of the audit chain.
+ * `witness`: a file outside the journal's directory for signed checkpoints of the audit chain;
+ * `retainReadOutputs`: keep the outputs of reads, not only their hashes (default false).
  */
-const witness = { witness: z.string().min(1).optional() };
+const common = { witness: z.string().min(1).optional(), retainReadOutputs: z.boolean().optional() };
 const journalSchema = z.union(
-  [z.object({ sqlite: z.string(), ...witness }), z.object({ postgres: z.string(), ...witness }), z.object({ memory: z.literal(true), ...witness })],
+  [z.object({ sqlite: z.string(), ...common }), z.object({ postgres: z.string(), ...common }), z.object({ memory: z.literal(true), ...common })],
   { error: 'must be { "sqlite": path }, { "postgres": url } or { "memory": true }' },
 );
 

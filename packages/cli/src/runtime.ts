@@ -132,13 +132,14 @@ function openVault(baseDir: string, where: ToolgateConfig["vault"], stateDir: st
 }
 
 async function openJournal(baseDir: string, where: ToolgateConfig["journal"], auditKey: Buffer, stateDir: string): Promise<Journal> {
-  if (where && "memory" in where) return createMemoryJournal({ auditKey });
+  const options = { auditKey, ...(where?.retainReadOutputs ? { retainReadOutputs: true } : {}) };
+  if (where && "memory" in where) return createMemoryJournal(options);
   if (where && "postgres" in where) {
     const { connectPostgresJournal } = await import("@toolgate/store-postgres");
-    return connectPostgresJournal(where.postgres, { auditKey });
+    return connectPostgresJournal(where.postgres, options);
   }
   const path = resolve(baseDir, where && "sqlite" in where ? where.sqlite : join(stateDir, "journal.db"));
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const { openSqliteJournal } = await import("@toolgate/store-sqlite");
-  return openSqliteJournal(path, { auditKey });
+  return openSqliteJournal(path, options);
 }

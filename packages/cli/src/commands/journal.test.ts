@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { hashCanonical } from "@toolgate/core";
@@ -74,5 +75,40 @@ describe("toolgate journal prune", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/of 1 entries/);
     expect(r.stderr).toMatch(/1 entries fail their seal and were left as found: k2/);
+  });
+});
+
+describe("journal.retainReadOutputs in the composition file", () => {
+  /** Call the pure notes.count_words through the CLI and return what the outbox kept of its result. */
+  async function keptResult(): Promise<{ output?: unknown; outputHash: string } | undefined> {
+    const called = await toolgate("call", "notes.count_words", "--input", '{"text":"three small words"}', "--profile", "reader", "--key", "count-1");
+    expect(called.code).toBe(0);
+    const runtime = await openRuntime({ cwd: dir });
+    try {
+      const entries = (await runtime.journal.listOutbox()).filter((e) => e.toolId === "notes.count_words");
+      expect(entries).toHaveLength(1);
+      return entries[0]!.result;
+    } finally {
+      await runtime.close();
+    }
+  }
+
+  it("by default keeps a read's output hash, not its output", async () => {
+    const kept = await keptResult();
+    expect(kept?.outputHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(kept && "output" in kept && kept.output !== undefined).toBe(false);
+  });
+
+  it("keeps the output when the operator sets it", async () => {
+    const config = join(dir, "toolgate.config.mjs");
+    writeFileSync(
+      config,
+      readFileSync(config, "utf8").replace(
+        'journal: { sqlite: ".toolgate/journal.db" }',
+        'journal: { sqlite: ".toolgate/journal.db", retainReadOutputs: true }',
+      ),
+    );
+    expect(readFileSync(config, "utf8")).toContain("retainReadOutputs: true");
+    expect((await keptResult())?.output).toEqual({ words: 3 });
   });
 });
