@@ -4,7 +4,7 @@
  */
 export { resolveWithinRoot, createRootGuard, MAX_CANDIDATE_LENGTH } from "./boundary/resolve-within-root.js";
 export type { ResolveWithinRootOptions, RootGuard, PathRefusalReason } from "./boundary/resolve-within-root.js";
-export { protectPath, protectedPaths, isProtectedPath } from "./boundary/protected-paths.js";
+export { protectPath, protectedPaths, isProtectedPath, isHardLinkToProtected } from "./boundary/protected-paths.js";
 export { bubblewrapMasks } from "./boundary/verifier-sandbox.js";
 export { createVerifier, DEFAULT_SANDBOX_READ_ONLY_PATHS, TRUNCATION_MARKER } from "./boundary/verifier.js";
 export type {

@@ -224,6 +224,7 @@ const ENTRY_POINTS = {
       "createRootGuard",
       "createVerifier",
       "createWorkspace",
+      "isHardLinkToProtected",
       "isProtectedPath",
       "jsonBoundsProblem",
       "protectPath",

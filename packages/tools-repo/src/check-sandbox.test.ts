@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -103,6 +103,22 @@ describe.skipIf(!bwrapInstalled && process.env["CI"] === undefined)("repo.check 
     const scratch = JSON.parse(outputOf(await invokeApproved(gate, "repo.check", { check: "lookw" }))!.stdout) as string[];
     expect(scratch).toEqual(["ENOENT", "ENOENT", "ENOENT", "ENOENT", "hello\n"]);
     expect(readFileSync(path.join(repo.root, ".env"), "utf8")).toBe("API_TOKEN=env-secret-21\n");
+  });
+
+  it("a hard link planted in the tree to the gate's state is hidden from a check, in place and in its scratch copy", async () => {
+    const state = path.join(repo.base, "state-outside");
+    mkdirSync(state);
+    writeFileSync(path.join(state, "audit.key"), "audit-key-outside-0123456789abcdef\n");
+    protectPath(state);
+    linkSync(path.join(state, "audit.key"), path.join(repo.root, "notes.txt"));
+    linkSync(path.join(repo.root, "state", "journal.db"), path.join(repo.root, "copy.db"));
+    const look = `const fs = require("fs"); const seen = (p) => { try { return fs.readFileSync(p, "utf8"); } catch (e) { return e.code; } }; console.log(JSON.stringify([seen("notes.txt"), seen("copy.db")]));`;
+    const gate = gateFor(repo, { checks: { look: { argv: [node, "-e", look] }, lookw: { argv: [node, "-e", look], sandbox: { write: true } } } });
+    for (const check of ["look", "lookw"]) {
+      const stdout = outputOf(await invokeApproved(gate, "repo.check", { check }))!.stdout;
+      expect(stdout, check).not.toContain("audit-key-outside");
+      expect(stdout, check).not.toContain("journal-secret-22");
+    }
   });
 
   it("needs a human's approval unless the operator opts the named check out; the preview shows argv and containment", async () => {

@@ -3,13 +3,14 @@
  * network, the working tree read-only with the gate's state and denied paths hidden, writes only
  * to a scratch copy), after a human's approval unless the operator opted a named check out.
  */
-import { cp, mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
+import { cp, lstat, mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ToolError, type RuntimeIsolation, type Verifier, type VerifierRunResult } from "@toolgate/core";
 import {
   createVerifier,
   DEFAULT_SANDBOX_READ_ONLY_PATHS,
+  isHardLinkToProtected,
   type BubblewrapSandbox,
   type CommandVerifier,
   type VerifierCommand,
@@ -203,13 +204,20 @@ async function hiddenUnder(root: string, deny: DenyRules, maxEntries: number): P
       if (++seen > maxEntries)
         throw new ToolError("limit_exceeded", `the working tree has more than ${maxEntries} entries to check for denied paths (limits.maxCheckScanEntries)`);
       const child = relative === "" ? entry.name : `${relative}/${entry.name}`;
-      if (hiddenPath(deny, root, child)) found.push(path.join(root, child));
+      if (hiddenPath(deny, root, child) || (entry.isFile() && (await isProtectedHardLink(path.join(root, child))))) found.push(path.join(root, child));
       else if (entry.isDirectory()) await walk(child);
     }
   };
   await walk("");
   return found;
 }
+
+/** A file planted in the tree as a hard link to the gate's state: hidden like the state itself (read_file refuses it too). */
+const isProtectedHardLink = (file: string): Promise<boolean> =>
+  lstat(file).then(
+    (info) => isHardLinkToProtected(info),
+    () => false,
+  );
 
 /** A check's `linkReadOnly` directories, checked: relative, inside the tree, not denied. */
 function linkedDirs(name: string, given: readonly string[] | undefined, deny: DenyRules): string[] {
@@ -241,9 +249,9 @@ async function inScratchCopy<T>(
     await cp(root, scratch, {
       recursive: true,
       verbatimSymlinks: true,
-      filter: (source) => {
+      filter: async (source) => {
         const relative = path.relative(root, source).split(path.sep).join("/");
-        return relative === "" || (!hiddenPath(deny, root, relative) && !links.includes(relative));
+        return relative === "" || (!hiddenPath(deny, root, relative) && !links.includes(relative) && !(await isProtectedHardLink(source)));
       },
     });
     for (const link of links) {
