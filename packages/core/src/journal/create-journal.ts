@@ -18,7 +18,7 @@ import {
 import { checkGrant } from "./grant-check.js";
 import { isSideEffectful } from "../manifest.js";
 import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
-import { openEntry, openRequest, sealEntry, sealRequest, subjectOf, tampered } from "./sealed-rows.js";
+import { openEntry, openRequest, sealEntry, sealRequest, subjectOf, tampered, type RowKind } from "./sealed-rows.js";
 import type { ApprovalRequest, AuditEventInput, BeginIntentResult, GrantCheck, GrantOutcome, Journal, JournalReceipt, OutboxEntry } from "./types.js";
 
 export interface CreateJournalOptions {
@@ -140,7 +140,11 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
       }),
     getIntent: (key) => read(async () => openEntry(auditKey, await driver.getEntry(key))),
     listOutbox: (opts = {}) =>
-      read(async () => (await driver.listEntries({ states: opts.states, limit: limitOf(opts.limit) })).map((row) => openEntry(auditKey, row)!)),
+      read(async () =>
+        (await driver.listEntries({ states: opts.states, limit: limitOf(opts.limit) })).map((row) =>
+          listed("entry", row.id, openEntry(auditKey, row)!, (e) => e.state, opts.states),
+        ),
+      ),
     claimOutbox: async (opts) => {
       const updatedBeforeMs = Date.parse(opts.updatedBefore);
       if (Number.isNaN(updatedBeforeMs)) throw new TypeError(`claimOutbox: updatedBefore is not a time: ${opts.updatedBefore}`);
@@ -186,7 +190,11 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
       }),
     getApproval: (id) => read(async () => openRequest(auditKey, await driver.getRequest(id))),
     listApprovals: (opts = {}) =>
-      read(async () => (await driver.listRequests({ states: opts.status, limit: limitOf(opts.limit) })).map((row) => openRequest(auditKey, row)!)),
+      read(async () =>
+        (await driver.listRequests({ states: opts.status, limit: limitOf(opts.limit) })).map((row) =>
+          listed("request", row.id, openRequest(auditKey, row)!, (r) => r.status, opts.status),
+        ),
+      ),
     decideApproval: (id, decision) =>
       write({ requests: [id] }, (tx) => {
         const request = requestOf(tx, id);
@@ -223,6 +231,12 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     enumerable: true,
   });
   return journal;
+}
+
+/** A listed row whose sealed state is not one the list was filtered by: its unsealed state column was edited. */
+function listed<T, S extends string>(kind: RowKind, id: string, value: T, stateOf: (value: T) => S, states: readonly S[] | undefined): T {
+  if (states === undefined || states.includes(stateOf(value))) return value;
+  throw tampered(kind, id, "index", `is listed by its state column but its sealed state is ${stateOf(value)}`);
 }
 
 /** A count or position as every driver takes it: a whole number from 0 to 2^53 - 1. */

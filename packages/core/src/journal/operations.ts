@@ -132,6 +132,11 @@ export function journalOperations({ driver, auditKey, write, read, append }: Eng
             tampered.push(row.id);
             continue;
           }
+          // Selected by its unsealed state and time columns: the sealed row must be in range too.
+          if (entry && !(SETTLED.includes(entry.state as (typeof SETTLED)[number]) && Date.parse(entry.updatedAt) < updatedBeforeMs)) {
+            tampered.push(row.id);
+            continue;
+          }
           // Held output waits for a human: its body is what a grant releases.
           if (!entry?.result || entry.result.outputPruned || entry.result.heldBy !== undefined) continue;
           const text = withoutBody(row.text!);

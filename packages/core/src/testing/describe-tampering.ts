@@ -5,7 +5,7 @@ import { verifyAuditChain, type AuditKey } from "../journal/audit-chain.js";
 import { createJournal } from "../journal/create-journal.js";
 import type { RowEvent, StoredEntry, StoredRequest } from "../journal/driver.js";
 import { memoryDriver } from "../journal/memory.js";
-import { verifyJournalRows } from "../journal/operations.js";
+import { pruneJournal, verifyJournalRows } from "../journal/operations.js";
 import type { Journal } from "../journal/types.js";
 import type { JournalUnderTest } from "./describe-journal.js";
 import { at, checkFor, sampleIntent, sampleRequest, withJournalFrom } from "./journal-samples.js";
@@ -172,6 +172,34 @@ export function describeJournalTampering(name: string, open: () => Promise<Tampe
         expect(await journal.claimOutbox({ ...claim, onTampered: (key) => found.push(key) })).toEqual([]);
         expect(found.sort()).toEqual(["k1", "k2"]);
         expect((await journal.getIntent("k1"))?.state).toBe("completed");
+      }),
+    );
+
+    it(
+      "never lists a row under a state or status its sealed row does not have (the columns a list filters by are not sealed)",
+      withJournal(async ({ journal, raw }) => {
+        await journal.beginIntent(sampleIntent("k1"));
+        await settleOk(journal, "k1", { sent: true });
+        await raw.putEntry({ key: "k1", state: "pending", updatedMs: Date.parse(at(100)), text: (await raw.entry("k1"))! });
+        await expect(journal.listOutbox({ states: ["pending"] })).rejects.toSatisfy(tamperedWith("index"));
+        const request = sampleRequest("r1");
+        await journal.requestApproval(request);
+        await grant(journal, "r1");
+        await raw.putRequest({ id: "r1", status: "pending", inputHash: request.inputHash, text: (await raw.request("r1"))! });
+        await expect(journal.listApprovals({ status: ["pending"] })).rejects.toSatisfy(tamperedWith("index"));
+      }),
+    );
+
+    it(
+      "prune leaves alone an entry whose time or state column was edited to bring it into range, and names it",
+      withJournal(async ({ journal, raw }) => {
+        await journal.beginIntent(sampleIntent("k1"));
+        await settleOk(journal, "k1", { sent: true });
+        await raw.putEntry({ key: "k1", state: "completed", updatedMs: 0, text: (await raw.entry("k1"))! });
+        const report = await pruneJournal(journal, { before: at(50), at: at(200) });
+        expect(report).toMatchObject({ pruned: 0, tampered: ["k1"] });
+        await raw.putEntry({ key: "k1", state: "completed", updatedMs: Date.parse(at(100)), text: (await raw.entry("k1"))! });
+        expect((await journal.getIntent("k1"))?.result).toMatchObject({ output: { sent: true } });
       }),
     );
 
