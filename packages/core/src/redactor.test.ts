@@ -165,3 +165,41 @@ describe("createRedactor: a secret leaves when what held it ends", () => {
     expect(r.redactText("grant-token-000001 base-secret-a")).toBe(`grant-token-000001 ${REDACTED}`);
   });
 });
+
+describe("createRedactor: spellings an encoder may choose for any character, and base64 inside a longer value", () => {
+  const secret = "sk_live_Abc123XyZ789";
+  const escapedEach = {
+    percentEveryByte: Array.from(Buffer.from(secret), (b) => `%${b.toString(16).padStart(2, "0")}`).join(""),
+    percentEveryByteUpper: Array.from(Buffer.from(secret), (b) => `%${b.toString(16).padStart(2, "0").toUpperCase()}`).join(""),
+    jsonEveryChar: Array.from(secret, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`).join(""),
+    percentSome: secret.replace(/[aeiouAZ0-9]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`),
+  };
+  for (const [name, text] of Object.entries(escapedEach)) {
+    it(`redacts a secret ${name} (${text.slice(0, 30)})`, () => {
+      const r = createRedactor([secret]);
+      expect(r.redactText(`v=${text};`)).not.toContain(text);
+      expect(r.contains(text)).toBe(true);
+    });
+  }
+
+  // Basic authorization (`user:token`), a token after a prefix or before more data: the secret's bytes start anywhere in a 3-byte group.
+  for (const [prefix, suffix] of [
+    ["user:", ""],
+    ["a", ""],
+    ["ab", ""],
+    ["", "x"],
+    ["a", "xy"],
+    ["Bearer ", "\n"],
+  ] as const) {
+    for (const flavour of ["base64", "base64url"] as const) {
+      it(`redacts the secret in ${flavour} of ${JSON.stringify(prefix + "<secret>" + suffix)}`, () => {
+        const r = createRedactor([secret]);
+        const encoded = Buffer.from(prefix + secret + suffix).toString(flavour);
+        const out = r.redactText(encoded);
+        expect(out).toContain(REDACTED);
+        // What is left besides the marker is at most the characters the prefix and suffix share with the secret.
+        expect(out.replace(REDACTED, "").length).toBeLessThanOrEqual(Math.ceil(((prefix.length + suffix.length) * 8) / 6) + 4);
+      });
+    }
+  }
+});

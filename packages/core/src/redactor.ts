@@ -27,7 +27,7 @@ export interface SecretLease {
  * its plain spelling and as any mix of these encodings of it, character by character:
  * percent-encoding (any character, UTF-8 bytes, hex digits in either case), form encoding (`+`
  * for a space) and JSON string escapes (`\"`, `\/`, `\uXXXX` in either case); and its base64 and
- * base64url spellings (aligned at the secret's start), themselves in any of those encodings.
+ * base64url spellings (at any of the three alignments, so inside a longer encoded value too), themselves in any of those encodings.
  *
  * A secret stays only as long as something holds it: `register(secret)` for good, `register(secret,
  * { until })` until a time, `hold(secret)` until the lease is released. So secrets of grants and
@@ -122,7 +122,16 @@ export function createRedactor(initial: readonly string[] = [], options: Redacto
   const redactText = (text: string): string => {
     if (typeof text !== "string" || text.length === 0) return text;
     const p = current();
-    return p === null ? text : text.replace(p, REDACTED);
+    if (p === null) return text;
+    const redacted = text.replace(p, REDACTED);
+    // A letter, digit or `._-` escaped (`%41`, `\u0041`) is decoded before a second look; the text
+    // changes only where that finds a secret (decoding these is harmless to a URL and to JSON).
+    if (!ESCAPED_PLAIN.test(redacted)) return redacted;
+    const decoded = unescapePlain(redacted);
+    p.lastIndex = 0;
+    const found = p.test(decoded);
+    p.lastIndex = 0;
+    return found ? decoded.replace(p, REDACTED) : redacted;
   };
 
   const redactValue = (value: unknown, seen: WeakMap<object, unknown>): unknown => {
@@ -188,7 +197,7 @@ export function createRedactor(initial: readonly string[] = [], options: Redacto
       const p = current();
       if (p === null || typeof text !== "string") return false;
       p.lastIndex = 0;
-      const found = p.test(text);
+      const found = p.test(text) || (ESCAPED_PLAIN.test(text) && p.test(unescapePlain(text)));
       p.lastIndex = 0;
       return found;
     },
@@ -205,19 +214,47 @@ export function createRedactor(initial: readonly string[] = [], options: Redacto
 function secretPattern(secret: string): string {
   const bytes = Buffer.from(secret, "utf8");
   const forms = new Set([secret, bytes.toString("base64").replace(/=+$/, ""), bytes.toString("base64url")]);
+  for (const form of base64Cores(bytes)) forms.add(form);
   return [...forms].map((form) => Array.from(form, charPattern).join("")).join("|");
 }
 
+/**
+ * The base64 (and base64url) characters that depend on the secret's bytes alone, for each of the
+ * three places its first byte can take in a 3-byte group: a secret inside a longer encoded value
+ * (`user:secret` in basic authorization, a token followed by more data) is found too. The one or
+ * two characters at each end that mix in a neighbour's bits are left.
+ */
+function base64Cores(bytes: Buffer): string[] {
+  const cores: string[] = [];
+  for (let offset = 0; offset < 3; offset++) {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64");
+    const first = Math.ceil((offset * 8) / 6);
+    const end = Math.floor(((offset + bytes.length) * 8) / 6);
+    const core = encoded.slice(first, end);
+    if (core.length < MIN_SECRET_LENGTH) continue;
+    cores.push(core, core.replace(/\+/g, "-").replace(/\//g, "_"));
+  }
+  return cores;
+}
+
 const PLAIN = /^[A-Za-z0-9._-]$/;
+/** A letter, digit or `._-` percent-encoded or JSON-escaped (either hex case). */
+const ESCAPED_PLAIN = /%(?:2[dDeE]|3\d|[46][1-9a-fA-F]|[57][0-9aA]|5[fF])|\\u00(?:2[dDeE]|3\d|[46][1-9a-fA-F]|[57][0-9aA]|5[fF])/;
+const ESCAPED_PLAIN_ALL = new RegExp(ESCAPED_PLAIN.source, "g");
+
+/** `text` with every escaped letter, digit and `._-` written as itself. */
+function unescapePlain(text: string): string {
+  return text.replace(ESCAPED_PLAIN_ALL, (e) => String.fromCharCode(parseInt(e.slice(-2), 16)));
+}
 const COMPILED_KEPT = 4;
 const asciiPatterns = new Map<string, string>();
 
 /**
  * Every way one character of a secret may be written: itself, percent-encoded, `+` for a space, a
- * JSON escape. Letters, digits and `._-` stay literal: no URL, form or JSON encoder changes them.
+ * JSON escape. Letters, digits and `._-` too: an encoder may escape every character (`%41`, `\u0041`).
  */
 function charPattern(ch: string): string {
-  if (PLAIN.test(ch)) return ch; // no encoder changes these
+  if (PLAIN.test(ch)) return ch; // the main pattern keeps these literal; their escapes are decoded first (see unescapePlain)
   const cached = asciiPatterns.get(ch);
   if (cached !== undefined) return cached;
   const alternatives = new Set<string>([escapeRegExp(ch)]);

@@ -70,6 +70,8 @@ const INVISIBLE =
  * non-joiner inside an emoji or a word of a script that needs them, an emoji flag's tag sequence.
  */
 const SUSPICIOUS = /[\u200B-\u200D\u2060\uFEFF\u202A-\u202E\u2066-\u2069]|\uDB40[\uDC00-\uDC7F]/g;
+/** Accents and other non-spacing marks: "ÍǴŃÓŔÉ" and a dotted capital I read as the plain letters. */
+const COMBINING_MARKS = /\p{Mn}/gu;
 const LINE_BREAKS = /\r\n|[\r\n\v\f\u0085\u2028\u2029]/g;
 const JOINER_CONTEXT = /[\p{Extended_Pictographic}\p{Emoji_Modifier}\uFE0F]|(?![\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}])[\p{L}\p{M}]/u;
 const FLAG_TAGS = /\u{1F3F4}(?:\u{E0020}|[\u{E0021}-\u{E007E}])+\u{E007F}/gu;
@@ -167,14 +169,18 @@ const LOOKALIKES: Readonly<Record<string, string>> = {
 const LOOKALIKE_CHARS = new RegExp(`[${Object.keys(LOOKALIKES).join("")}]`, "g");
 
 /**
- * NFKC, invisible characters stripped, look-alike letters folded, case-folded, every line break
- * (CR, LF, CRLF, VT, FF, U+0085, U+2028, U+2029) made `\n`, runs of white space collapsed (to `\n`
- * when they hold a line break, else to one space).
+ * NFKC, accents and other combining marks dropped, invisible characters stripped (or, with
+ * `invisibleAs: " "`, read as a space: a filler or invisible separator between words must not
+ * glue them into one), look-alike letters folded, case-folded, every line break (CR, LF, CRLF, VT,
+ * FF, U+0085, U+2028, U+2029) made `\n`, runs of white space collapsed (to `\n` when they hold a
+ * line break, else to one space).
  */
-export function normalizeForScan(text: string): string {
+export function normalizeForScan(text: string, invisibleAs: "" | " " = ""): string {
   return text
+    .normalize("NFKD")
+    .replace(COMBINING_MARKS, "")
     .normalize("NFKC")
-    .replace(INVISIBLE, "")
+    .replace(INVISIBLE, invisibleAs)
     .replace(LOOKALIKE_CHARS, (ch) => LOOKALIKES[ch] ?? ch)
     .toLowerCase()
     .replace(LINE_BREAKS, "\n")
@@ -207,14 +213,23 @@ export function scanForInjection(value: unknown): InjectionFinding[] {
   const findings: InjectionFinding[] = [];
   const scanText = (text: string, path: string): void => {
     const normalized = normalizeForScan(text);
+    // Invisible characters are read both ways: as nothing (a word split by one is one word) and as a space (words joined by one).
+    INVISIBLE.lastIndex = 0;
+    const spaced = INVISIBLE.test(text) ? normalizeForScan(text, " ") : undefined;
+    INVISIBLE.lastIndex = 0;
     for (const rule of RULES) {
-      const m = rule.pattern.exec(normalized);
+      let m = rule.pattern.exec(normalized);
+      let within = normalized;
+      if (!m && spaced !== undefined) {
+        m = rule.pattern.exec(spaced);
+        within = spaced;
+      }
       if (m) {
         const start = Math.max(0, m.index - 20);
         findings.push({
           rule: rule.id,
           path,
-          excerpt: normalized
+          excerpt: within
             .slice(start, m.index + m[0].length + 20)
             .trim()
             .slice(0, 160),
