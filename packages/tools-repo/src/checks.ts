@@ -3,20 +3,19 @@
  * network, the working tree read-only with the gate's state and denied paths hidden, writes only
  * to a scratch copy), after a human's approval unless the operator opted a named check out.
  */
-import { cp, lstat, mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ToolError, type RuntimeIsolation, type Verifier, type VerifierRunResult } from "@toolgate/core";
 import {
   createVerifier,
   DEFAULT_SANDBOX_READ_ONLY_PATHS,
-  isHardLinkToProtected,
   type BubblewrapSandbox,
   type CommandVerifier,
   type VerifierCommand,
   type VerifierSandbox,
 } from "@toolgate/core/boundary";
-import { hiddenPath, type DenyRules } from "./deny.js";
+import { hiddenPath, isProtectedHardLink, type DenyRules } from "./deny.js";
 import type { RepoCheck, RepoCheckSandbox, RepoLimits, RepoToolsOptions } from "./options.js";
 
 const CHECK_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
@@ -211,13 +210,6 @@ async function hiddenUnder(root: string, deny: DenyRules, maxEntries: number): P
   await walk("");
   return found;
 }
-
-/** A file planted in the tree as a hard link to the gate's state: hidden like the state itself (read_file refuses it too). */
-const isProtectedHardLink = (file: string): Promise<boolean> =>
-  lstat(file).then(
-    (info) => isHardLinkToProtected(info),
-    () => false,
-  );
 
 /** A check's `linkReadOnly` directories, checked: relative, inside the tree, not denied. */
 function linkedDirs(name: string, given: readonly string[] | undefined, deny: DenyRules): string[] {

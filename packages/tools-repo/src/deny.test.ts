@@ -76,6 +76,15 @@ describe("the gate's state and secrets are out of every repo tool's reach", () =
     }
   });
 
+  it("search leaves out a hard link planted in the tree to the gate's state (read_file refuses it too)", async () => {
+    linkSync(path.join(repo.root, "var", "gate", "vault.key"), path.join(repo.root, "src", "hard-vault.txt"));
+    const searched = await gate.invoke("repo.search", { pattern: "vault-secret" }, call());
+    expect(searched.status === "ok" && searched.output).toMatchObject({ matches: [] });
+    expect(leaks(searched)).toEqual([]);
+    const inDir = await gate.invoke("repo.search", { pattern: "vault-secret", directory: "src" }, call());
+    expect(leaks(inDir)).toEqual([]);
+  });
+
   it("list_files, search and status leave them out and say how many", async () => {
     const listed = await gate.invoke("repo.list_files", {}, call());
     expect(listed.status).toBe("ok");

@@ -1,6 +1,7 @@
+import { lstat } from "node:fs/promises";
 import path from "node:path";
 import { ToolError } from "@toolgate/core";
-import { isProtectedPath } from "@toolgate/core/boundary";
+import { isHardLinkToProtected, isProtectedPath } from "@toolgate/core/boundary";
 import { globToRegExp } from "./text.js";
 
 /**
@@ -99,6 +100,16 @@ export function compileDeny(deny: readonly string[] | undefined, dropDefaults: r
 export function hiddenPath(rules: DenyRules, realRoot: string, relative: string): boolean {
   return rules.match(relative) !== undefined || isProtectedPath(path.join(realRoot, ...relative.split("/")));
 }
+
+/**
+ * Whether `file` (absolute) is a hard link planted in the tree to the gate's state: its name says
+ * nothing, so whatever reads file contents by name (a search, a check) must ask this as well.
+ */
+export const isProtectedHardLink = (file: string): Promise<boolean> =>
+  lstat(file).then(
+    (info) => isHardLinkToProtected(info),
+    () => false,
+  );
 
 /** The refusal for a denied path; says which pattern, never what is there. */
 export function refuseDenied(candidate: string, pattern: string): ToolError {

@@ -1,6 +1,8 @@
+import { join } from "node:path";
 import { z } from "zod";
 import { defineTool, ToolError } from "@toolgate/core";
 import { completeRecords, type GitCommandName } from "../git.js";
+import { isProtectedHardLink } from "../deny.js";
 import { repoPathSchema } from "../paths.js";
 import { type RepoRuntime, readIsolation } from "../client.js";
 
@@ -54,10 +56,13 @@ export function searchTool(rt: RepoRuntime) {
       }
       const { records, truncated: cut } = completeRecords(result, "\n");
       const matches: { path: string; line: number; text: string }[] = [];
+      // A file's contents are shown by its name; a hard link to the gate's state has an innocent one.
+      const linked = new Map<string, Promise<boolean>>();
+      const hardLinked = (file: string) => linked.get(file) ?? linked.set(file, isProtectedHardLink(join(rt.guard.root, file))).get(file)!;
       for (const record of records) {
         const [path, line, ...rest] = record.split("\0");
         if (path === undefined || line === undefined || rest.length === 0) continue;
-        if (rt.hidden(path)) continue;
+        if (rt.hidden(path) || (await hardLinked(path))) continue;
         const text = rest.join("\0");
         matches.push({ path, line: Number(line), text: text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}…` : text });
         if (matches.length > limit) break;
