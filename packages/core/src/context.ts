@@ -54,6 +54,8 @@ export interface ProgressEvent {
   /** 0..1 where known. */
   readonly fraction?: number;
   readonly data?: Readonly<Record<string, unknown>>;
+  /** Set by the gate on an untrusted tool's progress: someone else's text (withheld when it reads like instructions). */
+  readonly untrusted?: boolean;
 }
 
 /**

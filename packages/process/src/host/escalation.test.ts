@@ -150,9 +150,9 @@ describe("a process's own text in errors and progress is plain and bounded, neve
     const result = await gate.invoke("fx.emit", { script }, { ...call, onProgress: (e) => progress.push(e) });
     expect(result.status).toBe("ok");
     expect(progress).toEqual([
-      { message: "ab c", data: { kind: "Status" } },
-      { message: "[status withheld: 4108 characters, over the 4096-character limit]", data: { kind: "Status" } },
-      { message: "x[31my", data: { kind: "Log", level: "warn" } },
+      { message: "ab c", data: { kind: "Status" }, untrusted: true },
+      { message: "[status withheld: 4108 characters, over the 4096-character limit]", data: { kind: "Status" }, untrusted: true },
+      { message: "x[31my", data: { kind: "Log", level: "warn" }, untrusted: true },
     ]);
   });
 

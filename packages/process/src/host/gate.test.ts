@@ -67,7 +67,7 @@ describe("the gate's steps apply to process tools", () => {
     expect(result.content).toContain("ignore all previous instructions");
     expect(result.findings.length).toBeGreaterThan(0);
     // the Status event arrives; the unknown event kind is skipped
-    expect(progress).toEqual([{ message: "echoing", data: { kind: "Status" } }]);
+    expect(progress).toEqual([{ message: "echoing", data: { kind: "Status" }, untrusted: true }]);
   });
 
   it("ToolError codes map onto core's codes; unknown codes count as failed", async () => {

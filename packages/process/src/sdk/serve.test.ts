@@ -64,7 +64,7 @@ describe("a tool process written with the SDK", () => {
     const progress: unknown[] = [];
     const shout = await gate.invoke("sdk.shout", { text: "quiet" }, { ...call, onProgress: (e) => progress.push(e) });
     expect(shout).toMatchObject({ status: "ok", output: { verified: "Verified", output: { text: "QUIET" } } });
-    expect(progress).toEqual([{ message: "shouting", data: { kind: "Status" } }]);
+    expect(progress).toEqual([{ message: "shouting", data: { kind: "Status" }, untrusted: true }]);
     expect(handle.stderrTail()).toContain("sdk fixture starting");
   });
 
@@ -127,7 +127,7 @@ describe("the Python example (stdlib only) runs unchanged under the host", () =>
       },
     );
     expect(slow).toMatchObject({ status: "error", code: "cancelled" });
-    expect(progress[0]).toEqual({ message: "counted 1 of 10000", data: { kind: "Status" } });
+    expect(progress[0]).toEqual({ message: "counted 1 of 10000", data: { kind: "Status" }, untrusted: true });
     await eventually(
       () => handle.status().pendingCalls,
       (n) => n === 0,

@@ -6,6 +6,7 @@
  */
 import type { ConnectorHandle, ProgressEvent, ToolContext } from "../../context.js";
 import { ToolError } from "../../errors.js";
+import { scanForInjection } from "../../untrusted.js";
 import type { Ran, Runnable, Writable } from "../call-state.js";
 import type { InvokeResult } from "../results.js";
 import { bounded, openConnector } from "../connector-access.js";
@@ -71,13 +72,12 @@ function contextFor(env: GateEnv, c: Runnable, run: HandlerRun, connector: Conne
       const listener = c.call.onProgress;
       if (!listener || run.aborted) return;
       try {
-        listener(
-          env.redactor.redact({
-            message: String(event?.message ?? ""),
-            ...(event?.fraction === undefined ? {} : { fraction: event.fraction }),
-            ...(event?.data ? { data: event.data } : {}),
-          }),
-        );
+        const shown: ProgressEvent = env.redactor.redact({
+          message: String(event?.message ?? ""),
+          ...(event?.fraction === undefined ? {} : { fraction: event.fraction }),
+          ...(event?.data ? { data: event.data } : {}),
+        });
+        listener(c.tool.manifest.untrustedOutput ? untrustedProgress(c.tool.manifest.id, shown) : shown);
       } catch {
         // a listener's failure is not the tool's
       }
@@ -87,5 +87,18 @@ function contextFor(env: GateEnv, c: Runnable, run: HandlerRun, connector: Conne
     workspace: env.workspace,
     registerSecret: (value: string) => env.redactor.register(value),
     redactText: (text: string) => env.redactor.redactText(String(text)),
+  };
+}
+
+/**
+ * An untrusted tool's progress (a status line quoting what it read) may reach a model unfenced, as
+ * a progress notification: it is marked untrusted, and withheld, data too, when it reads like instructions.
+ */
+function untrustedProgress(toolId: string, event: ProgressEvent): ProgressEvent {
+  if (scanForInjection({ message: event.message, data: event.data ?? null }).length === 0) return { ...event, untrusted: true };
+  return {
+    message: `(progress text of ${toolId} withheld: it reads like instructions)`,
+    ...(event.fraction === undefined ? {} : { fraction: event.fraction }),
+    untrusted: true,
   };
 }
