@@ -1,4 +1,4 @@
-import { linkSync, readFileSync, symlinkSync } from "node:fs";
+import { linkSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createToolRegistry, type Gate, type InvokeResult } from "@toolgate/core";
@@ -83,6 +83,18 @@ describe("the gate's state and secrets are out of every repo tool's reach", () =
     expect(leaks(searched)).toEqual([]);
     const inDir = await gate.invoke("repo.search", { pattern: "vault-secret", directory: "src" }, call());
     expect(leaks(inDir)).toEqual([]);
+  });
+
+  it("diff leaves out a tracked file replaced in the tree by a hard link to the gate's state", async () => {
+    rmSync(path.join(repo.root, "src", "a.txt"));
+    linkSync(path.join(repo.root, "var", "gate", "vault.key"), path.join(repo.root, "src", "a.txt"));
+    for (const scope of ["unstaged", "head"] as const) {
+      const diff = await gate.invoke("repo.diff", { scope }, call());
+      const output = diff.status === "ok" ? (diff.output as { diff: string; skipped: number }) : undefined;
+      expect(output?.diff, scope).not.toContain("src/a.txt");
+      expect(output?.skipped, scope).toBe(2); // and the tracked .env
+      expect(leaks(diff), scope).toEqual([]);
+    }
   });
 
   it("list_files, search and status leave them out and say how many", async () => {

@@ -1,7 +1,9 @@
+import { join } from "node:path";
 import { z } from "zod";
 import { defineTool } from "@toolgate/core";
 import { cappedText, type GitCommandName } from "../git.js";
-import { withoutHiddenFiles } from "../unified-diff.js";
+import { isProtectedHardLink } from "../deny.js";
+import { diffHeaderPath, withoutHiddenFiles } from "../unified-diff.js";
 import { gitPathArg, repoPathSchema, pathList } from "../paths.js";
 import { type RepoRuntime, readIsolation } from "../client.js";
 
@@ -37,7 +39,13 @@ export function diffTool(rt: RepoRuntime) {
         paths.map((p) => gitPathArg(p.relative)),
         { signal: ctx.signal },
       );
-      const { text, skipped } = withoutHiddenFiles(result.stdout, rt.hidden);
+      // A section shows a file's contents by its name; a hard link to the gate's state has an innocent one.
+      const linked = new Set<string>();
+      for (const [header] of result.stdout.matchAll(/^diff --git [^\n]*/gm)) {
+        const file = diffHeaderPath(header);
+        if (file !== undefined && (await isProtectedHardLink(join(rt.guard.root, file)))) linked.add(file);
+      }
+      const { text, skipped } = withoutHiddenFiles(result.stdout, (file) => rt.hidden(file) || linked.has(file));
       const capped = cappedText({ ...result, stdout: text }, maxBytes);
       return { diff: capped.text, truncated: capped.truncated, skipped };
     },
