@@ -173,6 +173,15 @@ describe("the deny list", () => {
     expect(skipped).toBe(3);
   });
 
+  it("starts a section only at a line's start: a CR or line separator inside a hidden file's line does not open a visible one", () => {
+    for (const breaker of ["\r", "\u2028", "\u2029"]) {
+      const hidden = `diff --git a/.env b/.env\nindex 1..2 100644\n@@ -1 +1 @@\n-a\n+x${breaker}diff --git a/ok.txt b/ok.txt\n+SECRET=env-secret-11\n`;
+      const { text, skipped } = withoutHiddenFiles(hidden, (p) => p === ".env");
+      expect(text, JSON.stringify(breaker)).toBe("");
+      expect(skipped).toBe(1);
+    }
+  });
+
   it("extends the defaults with deny, drops a default only when named exactly, and refuses bad patterns", async () => {
     const family = createRepoTools({ root: repo.root, identity, deny: ["private/", "*.sqlite"], dropDefaultDeny: [".env.*"] });
     const gate2 = gateFor(repo, { deny: ["private/", "*.sqlite"], dropDefaultDeny: [".env.*"] });

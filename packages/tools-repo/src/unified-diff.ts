@@ -330,7 +330,8 @@ function unquoteC(text: string): { value: string; end: number } | undefined {
  * cannot be read is dropped too (fail closed). Returns the rest and how many sections went.
  */
 export function withoutHiddenFiles(diff: string, hidden: (relative: string) => boolean): { text: string; skipped: number } {
-  const sections = diff.split(/(?=^diff --git )/m);
+  // At a line's start only: with the m flag `^` also matches after a CR or U+2028 inside a line.
+  const sections = diff.split(/(?<![^\n])(?=diff --git )/);
   let skipped = 0;
   const kept = sections.filter((section) => {
     if (!section.startsWith("diff --git ")) return true;

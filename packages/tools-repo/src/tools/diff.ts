@@ -41,7 +41,7 @@ export function diffTool(rt: RepoRuntime) {
       );
       // A section shows a file's contents by its name; a hard link to the gate's state has an innocent one.
       const linked = new Set<string>();
-      for (const [header] of result.stdout.matchAll(/^diff --git [^\n]*/gm)) {
+      for (const [header] of result.stdout.matchAll(/(?<![^\n])diff --git [^\n]*/g)) {
         const file = diffHeaderPath(header);
         if (file !== undefined && (await isProtectedHardLink(join(rt.guard.root, file)))) linked.add(file);
       }
