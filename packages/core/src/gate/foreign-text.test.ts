@@ -136,3 +136,22 @@ describe("redaction runs before every cut", () => {
     expect(await journaled()).not.toContain("sk-liv");
   });
 });
+
+describe("an untrusted tool's error details are scanned like its text", () => {
+  it("withholds details that read like instructions (the model may see details as an error's facts) and names the finding", async () => {
+    const { gate } = gateWith(
+      tool({ handler: () => Promise.reject(new ToolError("provider_rejected", "refused", { details: { reason: { text: INJECTION } } })) }),
+    );
+    const result = await gate.invoke("x.t", {}, call);
+    expect(result).toMatchObject({ status: "error", untrusted: true });
+    if (result.status !== "error") return;
+    expect(JSON.stringify(result.details ?? {})).not.toMatch(/ignore all|mallory/i);
+    expect(result.details).toMatchObject({ withheld: true });
+    expect(result.findings).toContainEqual({ rule: "override-instructions", path: "details.reason.text" });
+  });
+
+  it("keeps plain details as they are", async () => {
+    const { gate } = gateWith(tool({ handler: () => Promise.reject(new ToolError("provider_rejected", "refused", { details: { status: 409 } })) }));
+    expect(await gate.invoke("x.t", {}, call)).toMatchObject({ status: "error", untrusted: true, details: { status: 409 } });
+  });
+});

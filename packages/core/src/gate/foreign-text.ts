@@ -45,3 +45,34 @@ export function approvalContent(
   const fenced = fenceUntrusted(toolId, canonicalJson(shown), previewFindings, "preview").text;
   return { content: `${toolId} has not run: a human must approve it first (${where}). What the human is shown:\n${fenced}`, previewFindings };
 }
+
+/**
+ * An untrusted error's details (already redacted) as the caller sees them: they are the tool's
+ * words too, and an adapter may pass them on as the error's facts. Scanned; withheld whole when
+ * they read like instructions (the findings name rule and path only).
+ */
+export function shownDetails(details: Readonly<Record<string, unknown>>): {
+  readonly details: Readonly<Record<string, unknown>>;
+  readonly findings: readonly Pick<InjectionFinding, "rule" | "path">[];
+} {
+  const findings = scanForInjection(details).map((f) => ({ rule: f.rule, path: f.path.replace(/^\$/, "details") }));
+  if (findings.length === 0) return { details, findings };
+  return { details: { withheld: true, reason: "the tool's error details read like instructions" }, findings };
+}
+
+/** Someone else's error: its text fenced, its details scanned (withheld when they read like instructions), every finding named. */
+export function foreignError(
+  toolId: string,
+  message: string,
+  details: Readonly<Record<string, unknown>> | undefined,
+): {
+  readonly message: string;
+  readonly untrusted: true;
+  readonly findings?: readonly Pick<InjectionFinding, "rule" | "path">[];
+  readonly details?: Readonly<Record<string, unknown>>;
+} {
+  const fenced = fencedError(toolId, message);
+  const shown = details === undefined ? undefined : shownDetails(details);
+  const findings = [...fenced.findings, ...(shown?.findings ?? [])];
+  return { message: fenced.message, untrusted: true, ...(findings.length > 0 ? { findings } : {}), ...(shown ? { details: shown.details } : {}) };
+}

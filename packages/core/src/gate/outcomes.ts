@@ -6,7 +6,7 @@ import { isSideEffectful, type AnyToolManifest } from "../manifest.js";
 import { fenceUntrusted, type InjectionFinding } from "../untrusted.js";
 import type { CallStart, Runnable } from "./call-state.js";
 import type { GateEnv } from "./env.js";
-import { fencedError, redactedPrefix } from "./foreign-text.js";
+import { foreignError, redactedPrefix } from "./foreign-text.js";
 import type { Redactor } from "../redactor.js";
 import type { DeniedResult, ErrorResult, OkResult } from "./results.js";
 
@@ -54,8 +54,9 @@ export async function refuse(
   // A journal read that found a tampered row says so, rather than "could not be read".
   if (error.code === "journal_failed" && ToolError.is(error.cause, "journal_tampered")) error = error.cause;
   const message = env.redactor.redactText(error.message);
-  const shown = extra.foreign ? fencedError(toolIdOf(env, c), message) : undefined;
-  const details = error.details === undefined ? undefined : env.redactor.redact(error.details);
+  const redactedDetails = error.details === undefined ? undefined : env.redactor.redact(error.details);
+  const shown = extra.foreign ? foreignError(toolIdOf(env, c), message, redactedDetails) : undefined;
+  const details = shown ? shown.details : redactedDetails;
   const receipt = await audit(env, c, "call.refused", {
     code: error.code,
     message,
@@ -70,7 +71,7 @@ export async function refuse(
     receipt,
     code: receipt === null ? ("journal_failed" as const) : error.code,
     message: `${shown?.message ?? message}${receipt === null ? " (and the journal could not record the refusal)" : ""}`,
-    ...(shown ? { untrusted: true, ...(shown.findings.length > 0 ? { findings: shown.findings } : {}) } : {}),
+    ...(shown ? { untrusted: true, ...(shown.findings ? { findings: shown.findings } : {}) } : {}),
     boundary: "pre_effect_refusal" as const,
     ...(details === undefined ? {} : { details }),
   };
@@ -114,10 +115,9 @@ export async function settleFailure(env: GateEnv, c: Runnable, boundary: EffectB
     invocationId: c.invocationId,
     receipt,
     code: error.code,
-    ...shownMessage(manifest, message),
+    ...shownMessage(manifest, message, details),
     boundary,
     retryable: error.retryable || (boundary !== "effect_state_unknown" && manifest.retryable && TRANSIENT_CODES.has(error.code)),
-    ...(details === undefined ? {} : { details }),
   };
 }
 
@@ -125,10 +125,13 @@ export async function settleFailure(env: GateEnv, c: Runnable, boundary: EffectB
  * The message as the caller sees it: an untrusted tool's error text (what it threw, a process's
  * `ToolError`, anything quoting what it read) is fenced; the journal keeps it redacted, unfenced.
  */
-export function shownMessage(manifest: AnyToolManifest, message: string): Pick<ErrorResult, "message" | "untrusted" | "findings"> {
-  if (!manifest.untrustedOutput) return { message };
-  const fenced = fencedError(manifest.id, message);
-  return { message: fenced.message, untrusted: true, ...(fenced.findings.length > 0 ? { findings: fenced.findings } : {}) };
+export function shownMessage(
+  manifest: AnyToolManifest,
+  message: string,
+  details?: Readonly<Record<string, unknown>>,
+): Pick<ErrorResult, "message" | "untrusted" | "findings" | "details"> {
+  if (!manifest.untrustedOutput) return { message, ...(details === undefined ? {} : { details }) };
+  return foreignError(manifest.id, message, details);
 }
 
 export function okResult(
