@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { ToolError } from "@toolgate/core";
 import { protectPath } from "@toolgate/core/boundary";
 import { afterEach, describe, expect, it } from "vitest";
-import { findOrUndefined, marker, NODE, PROBE_TOOL, toolRunner, waitNoneWith } from "../fixtures/helpers.js";
+import { eventually, findOrUndefined, marker, NODE, PROBE_TOOL, toolRunner, waitNoneWith } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
 import type { SandboxOption } from "./spawn.js";
 import { startToolProcess } from "./start-tool-process.js";
@@ -192,6 +192,23 @@ for (const box of SANDBOXES) {
       const inside = await read(box.kind);
       expect(inside.ok).toBe(false);
       expect(JSON.stringify(inside)).not.toContain("protected-audit-key");
+    });
+
+    it("state protected after the tool process started is masked from the process the host starts again after a crash", async () => {
+      const state = tempDir("toolgate-probe-late-state-");
+      const key = join(state, "audit.key");
+      writeFileSync(key, "late-protected-audit-key\n");
+      const { handle, run } = await startProbe(box.kind);
+      protectPath(state); // a journal opened after the tool processes were started
+      const pid = handle.status().pid!;
+      process.kill(-pid, "SIGKILL");
+      await eventually(
+        () => handle.status(),
+        (s) => s.restarts === 1 && s.state === "ready" && s.pid !== pid,
+      );
+      const inside = (await run("read", { path: key })) as { ok: boolean };
+      expect(inside.ok).toBe(false);
+      expect(JSON.stringify(inside)).not.toContain("late-protected-audit-key");
     });
 
     it(`filesystem "${box.filesystem}", as its manifests say: what the tool may write on the host, against the same writes without the sandbox`, async () => {

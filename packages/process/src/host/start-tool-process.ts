@@ -86,7 +86,8 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
 
   /** Spawn and handshake; on any failure the child is killed and reaped before this rejects. */
   const launch = async (): Promise<{ session: ProcessSession; registration: ToolRegister }> => {
-    const session = new ProcessSession(spec);
+    // The wrapper's masks are taken again at each start: state protected since the last one (a journal opened later) is hidden too.
+    const session = new ProcessSession({ ...spec, argv: wrappedArgv(options.command, options.args ?? [], sandbox.option, options.cwd) });
     try {
       return { session, registration: await session.start() };
     } catch (error) {
