@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -189,10 +189,24 @@ describe("a witness file configured as journal.witness", () => {
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/witness: 3 checkpoints found in the chain, the last #\d+; 0 events follow it/);
     cutTail(1);
-    expect((await toolgate("audit", "verify")).code).toBe(0);
     const cut = await toolgate("audit", "verify", "--witness", witness);
     expect(cut.code).toBe(1);
     expect(cut.stderr).toMatch(/checkpoint of the witness file .*cut off the end/);
+    // The configured witness is checked without --witness too.
+    const plain = await toolgate("audit", "verify");
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toMatch(/checkpoint of the witness file .*cut off the end/);
+  });
+
+  it("plain verify fails when the configured witness file is gone while the chain holds events", async () => {
+    const witness = join(mkdtempSync(join(tmpdir(), "toolgate-witness-")), "audit.witness");
+    useConfig(witnessed(witness));
+    await someCalls(1);
+    expect((await toolgate("audit", "verify")).code).toBe(0);
+    rmSync(witness);
+    const gone = await toolgate("audit", "verify");
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/witness file .* \(journal\.witness\) does not exist, but the chain holds \d+ events/);
   });
 
   it("an edited or foreign witness line fails verify naming the line; a missing witness file is a configuration error", async () => {

@@ -40,7 +40,8 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
   // Every path of the gate's state is protected before any of it is opened or any family is composed.
   const stateDir = openStateDir(baseDir, config.state);
   const paths = statePaths(baseDir, stateDir, config);
-  protectStatePaths(baseDir, [paths.journal, paths.auditKey, paths.vault, paths.vaultKey, paths.witness]);
+  // The composition file too: rewritten by a tool, the next run would execute it beside the audit key.
+  protectStatePaths(baseDir, [configPath, paths.journal, paths.auditKey, paths.vault, paths.vaultKey, paths.witness]);
   const auditKey = await readAuditKey(baseDir, config.auditKey, stateDir);
   const journal = withConfiguredWitness(await openJournal(baseDir, config.journal, auditKey, stateDir), baseDir, config.journal, auditKey);
   const secrets: string[] = [];

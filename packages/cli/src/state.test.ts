@@ -127,6 +127,27 @@ describe("the gate's state is out of the repo family's reach", () => {
   });
 });
 
+describe("the composition file is the gate's own", () => {
+  it("no tool of the composition can read or rewrite it (rewritten, the next CLI run would execute it beside the audit key)", async () => {
+    compose("");
+    const before = readFileSync(join(project, "toolgate.config.mjs"), "utf8");
+    const readIt = await read("toolgate.config.mjs");
+    expect(readIt.code).toBe(1);
+    expect(readIt.out).toContain("path_escape");
+    const write = await toolgate(
+      "call",
+      "repo.write_file",
+      "--input",
+      JSON.stringify({ path: "toolgate.config.mjs", content: "export default {};\n" }),
+      "--profile",
+      "writer",
+    );
+    expect(write.code).not.toBe(0);
+    expect(write.out + write.err).toContain("path_escape");
+    expect(readFileSync(join(project, "toolgate.config.mjs"), "utf8")).toBe(before);
+  });
+});
+
 describe("the state directory", () => {
   it("defaults outside the project, under $XDG_STATE_HOME, 0700, named for the project; inventory prints it", async () => {
     compose("");

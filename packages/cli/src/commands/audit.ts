@@ -73,7 +73,11 @@ export interface AuditVerifyOptions {
 }
 
 export async function auditVerify(runtime: Runtime, options: AuditVerifyOptions, io: Io): Promise<number> {
-  const witness = options.witness === undefined ? undefined : await readWitness(options.witness, runtime.auditKey);
+  // The witness named on the command line, else the one the composition file writes (journal.witness).
+  const configured = runtime.config.journal?.witness;
+  const witnessFile = options.witness ?? (configured === undefined ? undefined : resolve(runtime.baseDir, configured));
+  const missingConfigured = options.witness === undefined && witnessFile !== undefined && !existsSync(witnessFile);
+  const witness = witnessFile === undefined || missingConfigured ? undefined : await readWitness(witnessFile, runtime.auditKey);
   const bar = progress(io, "verifying");
   let count = 0;
   const all: AuditRecord[] = [];
@@ -105,8 +109,12 @@ export async function auditVerify(runtime: Runtime, options: AuditVerifyOptions,
   }
   if (rows && !rows.ok) failures.push(rowsFailure(rows));
   if (pinned && !pinned.ok) failures.push(`audit chain does not hold the expected head: ${pinned.reason}`);
-  if (witness && !witness.ok) failures.push(`witness file ${options.witness} line ${witness.line}: ${witness.reason}`);
-  if (witnessed && !witnessed.ok) failures.push(`audit chain does not hold a checkpoint of the witness file ${options.witness}: ${witnessed.reason}`);
+  if (missingConfigured && all.length > 0)
+    failures.push(
+      `the witness file ${witnessFile} (journal.witness) does not exist, but the chain holds ${all.length} events: it was removed or never written`,
+    );
+  if (witness && !witness.ok) failures.push(`witness file ${witnessFile} line ${witness.line}: ${witness.reason}`);
+  if (witnessed && !witnessed.ok) failures.push(`audit chain does not hold a checkpoint of the witness file ${witnessFile}: ${witnessed.reason}`);
   if (failures.length > 0) throw new CliFailure(failures.join("\ntoolgate: "), EXIT.failed);
   if (!options.json && verdict.ok) {
     const lines = [`audit chain verified: ${verdict.count} events, head #${verdict.head.seq} ${verdict.head.mac.slice(0, 16)}`];
