@@ -179,6 +179,28 @@ for (const box of SANDBOXES) {
       });
     });
 
+    it("no Unix socket of the host's (a database's, an agent's, a container daemon's) is reached, which the tool reaches without the sandbox", async () => {
+      const dir = tempDir("toolgate-probe-unix-");
+      const path = join(dir, "service.sock");
+      let heard = 0;
+      const server = createServer((socket) => {
+        heard++;
+        socket.destroy();
+      });
+      await new Promise<void>((resolve) => server.listen(path, resolve));
+      cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+      const probe = async (sandbox: SandboxOption | undefined) => (await startProbe(sandbox)).run("unix", { path });
+      expect(await probe(undefined)).toEqual({ ok: true });
+      expect(
+        await eventually(
+          () => heard,
+          (n) => n === 1,
+        ),
+      ).toBe(1); // the server hears it a moment after the tool connects
+      expect(await probe(box.kind)).toEqual({ ok: false, code: expect.stringMatching(/^E[A-Z]+$/) });
+      expect(heard).toBe(1);
+    });
+
     it("the gate's own state (protected paths) is out of the tool's reach, which it reads without the sandbox", async () => {
       const state = tempDir("toolgate-probe-state-");
       const key = join(state, "audit.key");

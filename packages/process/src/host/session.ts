@@ -28,6 +28,8 @@ export interface SessionSpec {
   readonly handshakeTimeoutMs: number;
   readonly maxStderrBytes: number;
   readonly log: (level: "debug" | "warn", message: string) => void;
+  /** A seccomp program the sandbox reads on descriptor 3 (`SECCOMP_FD`) before the tool starts. */
+  readonly seccomp?: Buffer | undefined;
 }
 
 interface PendingCall {
@@ -74,7 +76,7 @@ export class ProcessSession {
     this.child = spawn(program!, args, {
       cwd: spec.cwd,
       env: spec.env,
-      stdio: ["pipe", "pipe", "pipe"],
+      stdio: spec.seccomp ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
       // Its own process group, so the whole tree (a sandbox and what runs inside) is killed together.
       detached: true,
       windowsHide: true,
@@ -87,6 +89,11 @@ export class ProcessSession {
       this.fail(new ToolError("tool_process_dead", `tool process could not be started or signalled: ${error.message}`, { cause: error }));
     });
     this.child.stdin.on("error", () => undefined); // EPIPE when it died; its exit says why
+    if (spec.seccomp) {
+      const program = this.child.stdio[3] as import("node:stream").Writable | null;
+      program?.on("error", () => undefined);
+      program?.end(spec.seccomp);
+    }
     this.child.stdout.on("data", (chunk: Buffer) => this.onStdout(chunk));
     this.child.stderr.on("data", (chunk: Buffer) => this.onStderr(chunk));
     this.child.on("exit", (code, signal) => {

@@ -97,8 +97,56 @@ const WRAPPERS = {
     // the tool started; when the namespace's first process dies, the kernel kills everything in it.
     args: ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--new-session", "--die-with-parent"],
   },
-  firejail: { program: "firejail", args: ["--quiet", "--noprofile", "--net=none"] },
+  // --protocol: no Unix sockets (a host socket on the filesystem is a way out of any network namespace).
+  firejail: { program: "firejail", args: ["--quiet", "--noprofile", "--net=none", "--protocol=inet,inet6,netlink"] },
 } as const;
+
+/** The descriptor the child is handed its seccomp program on (bubblewrap reads it before the tool starts). */
+export const SECCOMP_FD = 3;
+
+/**
+ * The seccomp program bubblewrap loads for a tool process: socket(AF_UNIX) fails with EACCES. A
+ * read-only bind of the host still lets a process connect to a Unix socket on it (a database's, an
+ * agent's, a container daemon's), whatever its network namespace. Also refused: io_uring (which
+ * can open sockets without the socket call), x32 system calls and those of another architecture
+ * (the 32-bit socketcall). Undefined on an architecture without a program here (then only the
+ * network namespace and the masks apply).
+ */
+export function unixSocketFilter(arch: string = process.arch): Buffer | undefined {
+  const native = arch === "x64" ? { audit: 0xc000003e, socket: 41 } : arch === "arm64" ? { audit: 0xc00000b7, socket: 198 } : undefined;
+  if (!native) return undefined;
+  const LD_ABS = 0x20;
+  const JEQ = 0x15;
+  const JGE = 0x35;
+  const RET = 0x06;
+  const program: [number, number, number, number][] = [
+    [LD_ABS, 0, 0, 4], // the architecture
+    [JEQ, 1, 0, native.audit],
+    [RET, 0, 0, 0x00050001], // another architecture's call: EPERM
+    [LD_ABS, 0, 0, 0], // the call's number
+    [JGE, 5, 0, 0x40000000], // x32: refused
+    [JEQ, 4, 0, 425], // io_uring_setup: refused
+    [JEQ, 0, 2, native.socket],
+    [LD_ABS, 0, 0, 16], // socket's first argument, the family
+    [JEQ, 1, 0, 1], // AF_UNIX: refused
+    [RET, 0, 0, 0x7fff0000], // allowed
+    [RET, 0, 0, 0x0005000d], // EACCES
+  ];
+  const out = Buffer.alloc(program.length * 8);
+  program.forEach(([code, jt, jf, k], i) => {
+    out.writeUInt16LE(code, i * 8);
+    out.writeUInt8(jt, i * 8 + 2);
+    out.writeUInt8(jf, i * 8 + 3);
+    out.writeUInt32LE(k >>> 0, i * 8 + 4);
+  });
+  return out;
+}
+
+/** The seccomp program to hand the child on `SECCOMP_FD`, when its sandbox loads one. */
+export function sandboxSeccomp(sandbox: ResolvedSandbox["option"]): Buffer | undefined {
+  const kind = sandbox === undefined ? undefined : typeof sandbox === "string" ? sandbox : sandbox.kind;
+  return kind === "bubblewrap" ? unixSocketFilter() : undefined;
+}
 
 /** The argv to spawn: the wrapper's prefix (resolved, or a clear error naming it), then the command. */
 export function wrappedArgv(command: string, args: readonly string[], sandbox: ResolvedSandbox["option"], cwd: string | undefined): string[] {
@@ -125,5 +173,6 @@ export function wrappedArgv(command: string, args: readonly string[], sandbox: R
   // The host is bound read-only, so the gate's own state (protected paths: journal, keys, vault,
   // grants) is masked in it, as it stands at each start.
   const masks = spec.kind === "bubblewrap" ? bubblewrapMasks(["/"]) : spec.kind === "firejail" ? protectedPaths().map((p) => `--blacklist=${p}`) : [];
-  return [found, ...known.args, ...masks, ...chdir, ...extra, command, ...args];
+  const seccomp = sandboxSeccomp(sandbox) ? ["--add-seccomp-fd", String(SECCOMP_FD)] : [];
+  return [found, ...known.args, ...seccomp, ...masks, ...chdir, ...extra, command, ...args];
 }

@@ -3,7 +3,7 @@ import type { ToolEventBody, ToolRegister } from "../protocol/messages.js";
 import { buildFamily } from "./manifests.js";
 import type { ProcessLogEvent, StartToolProcessOptions, ToolProcessHandle, ToolProcessState, ToolProcessStatus } from "./options.js";
 import { ProcessSession, type CallOutcome, type SessionSpec } from "./session.js";
-import { childEnv, DEFAULT_PASS_ENV, resolveSandbox, wrappedArgv } from "./spawn.js";
+import { childEnv, DEFAULT_PASS_ENV, resolveSandbox, sandboxSeccomp, wrappedArgv } from "./spawn.js";
 import { plainLine } from "./untrusted-text.js";
 
 /** The code of the process warning emitted when `sandbox: "auto"` finds no bubblewrap and there is no `onLog`. */
@@ -87,7 +87,11 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
   /** Spawn and handshake; on any failure the child is killed and reaped before this rejects. */
   const launch = async (): Promise<{ session: ProcessSession; registration: ToolRegister }> => {
     // The wrapper's masks are taken again at each start: state protected since the last one (a journal opened later) is hidden too.
-    const session = new ProcessSession({ ...spec, argv: wrappedArgv(options.command, options.args ?? [], sandbox.option, options.cwd) });
+    const session = new ProcessSession({
+      ...spec,
+      argv: wrappedArgv(options.command, options.args ?? [], sandbox.option, options.cwd),
+      seccomp: sandboxSeccomp(sandbox.option),
+    });
     try {
       return { session, registration: await session.start() };
     } catch (error) {
