@@ -248,15 +248,22 @@ export function scanForInjection(value: unknown): InjectionFinding[] {
   return findings;
 }
 
-/** Every string (keys included) with its JSON path; iterative, so any depth the bounds allowed is scanned. */
+/**
+ * Every string (keys included) with its JSON path; iterative, so any depth the bounds allowed is
+ * scanned. Each object is visited once: a cyclic value (an error's details, progress data) ends.
+ */
 function visitStrings(root: unknown, rootPath: string, visit: (text: string, path: string) => void): void {
   const stack: [unknown, string][] = [[root, rootPath]];
+  const seen = new WeakSet<object>();
   while (stack.length > 0) {
     const [value, path] = stack.pop()!;
     if (typeof value === "string") visit(value, path);
+    else if (value !== null && typeof value === "object" && seen.has(value)) continue;
     else if (Array.isArray(value)) {
+      seen.add(value);
       for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], `${path}[${i}]`]);
     } else if (value !== null && typeof value === "object") {
+      seen.add(value);
       const entries = Object.entries(value);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, item] = entries[i]!;
