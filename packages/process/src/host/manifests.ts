@@ -1,8 +1,10 @@
 import {
   defineFamily,
   defineTool,
+  hashCanonical,
   isSideEffectful,
   RISK_LEVELS,
+  scanForInjection,
   TOOL_ID_MAX_LENGTH,
   TOOL_ID_PATTERN,
   ToolError,
@@ -71,6 +73,26 @@ function errorFor(toolId: string, processName: string, toolName: string, outcome
   }
 }
 
+/**
+ * A tool's own text (description and input schema, which the model reads as the tool's definition)
+ * that reads like instructions is registered only when the operator accepted that very text.
+ */
+function textAccepted(options: StartToolProcessOptions, tool: DeclaredTool): boolean {
+  const text = { description: tool.description, input_schema: tool.input_schema };
+  const findings = scanForInjection(text);
+  if (findings.length === 0) return true;
+  const digest = hashCanonical(text);
+  const accepted = options.acceptedDescriptions ?? {};
+  if (Object.hasOwn(accepted, tool.name) && accepted[tool.name] === digest) return true;
+  const rules = [...new Set(findings.map((f) => f.rule))].join(", ");
+  warn(
+    options,
+    `tool ${JSON.stringify(tool.name.slice(0, 80))} was not registered: its text reads like instructions to the model (${rules}); accept it with acceptedDescriptions.${tool.name.slice(0, 80)} = descriptionDigest ${digest}`,
+    tool.name,
+  );
+  return false;
+}
+
 /** Which declared tools are registered, and with which effective scope; refuses a widening override or a scope above its ceiling. */
 function admitted(options: StartToolProcessOptions, registration: ToolRegister): { tool: DeclaredTool; scope: string | null }[] {
   const overrides = options.scopeOverrides ?? {};
@@ -85,6 +107,7 @@ function admitted(options: StartToolProcessOptions, registration: ToolRegister):
       warn(options, `tool ${JSON.stringify(tool.name)} is not in expectedScopes, so it was not registered`, tool.name);
       continue;
     }
+    if (!textAccepted(options, tool)) continue;
     const id = `${options.name}.${tool.name}`;
     if (!TOOL_ID_PATTERN.test(id) || id.length > TOOL_ID_MAX_LENGTH) {
       throw new ToolError(

@@ -77,6 +77,12 @@ export interface StartToolProcessOptions {
    * process's tool allowlist: tools not named here are not registered.
    */
   readonly expectedScopes?: Readonly<Record<string, string>>;
+  /**
+   * Tools whose own text (description, input schema) reads like instructions to the model are not
+   * registered until accepted here: tool name → the `descriptionDigest` the start-up warning names.
+   * A changed text has another digest and is refused again.
+   */
+  readonly acceptedDescriptions?: Readonly<Record<string, string>>;
   /** Scope → permission tokens. Default: `<name>:<scope>` (see `defaultScopeToken`). */
   readonly scopeTokens?: ScopeTokenMapping;
   /** Per-tool governance (effect, risk, approval, …). */
