@@ -6,6 +6,11 @@ import { importHostile, SECRET, type HostileImport } from "../fixtures/hostile.j
 import { OUTPUT_TRUNCATION_MARKER } from "./remote-output.js";
 
 type Content = { content: { type: string; text?: string }[]; structuredContent?: unknown };
+/**
+ * A result as shown, without what is random hex (the receipt's MAC, the invocation id, the fences'
+ * boundaries), which could spell a fragment of the secret by chance.
+ */
+const shownOf = (r: unknown) => JSON.stringify({ ...(r as object), receipt: null, invocationId: null }).replace(/tg-[0-9a-f]+/g, "tg-…");
 const texts = (r: unknown) => (r as OkResult<Content>).output.content.map((c) => c.text ?? "").join("\n");
 
 let h: HostileImport;
@@ -147,7 +152,7 @@ describe("remote error text is fenced, scanned and redacted (withheld when it re
       expect(findings).toContainEqual({ rule: "override-instructions", path: "details.remoteError" });
       expect(JSON.stringify(result)).not.toMatch(/ignore all|attacker/i);
       // The text was cut at 2,000 characters across the secret: no part of it is left.
-      expect(JSON.stringify(result)).not.toMatch(/S3c|cdef/);
+      expect(shownOf(result)).not.toMatch(/S3c|cdef/);
     } finally {
       await e.close();
     }
@@ -164,7 +169,7 @@ describe("a remote error that reads as plain text stays in details, fenced, reda
       expect(details.remoteError).toMatch(/^<untrusted-data boundary="tg-[0-9a-f]+" tool="hostile.reply">/);
       expect(details.remoteError).toContain("the upstream quota is spent.");
       // The text was cut at 2,000 characters across the secret: no part of it is left.
-      expect(JSON.stringify(result)).not.toMatch(/S3c|cdef/);
+      expect(shownOf(result)).not.toMatch(/S3c|cdef/);
     } finally {
       await e.close();
     }
