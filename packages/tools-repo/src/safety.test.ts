@@ -246,6 +246,19 @@ describe("the .git directory", () => {
   });
 });
 
+describe("the .git directory, whatever the deny list says", () => {
+  it("stays refused in any segment and letter case with .git/ dropped from the deny list", async () => {
+    const open = gateFor(repo, { dropDefaultDeny: [".git/"] });
+    for (const candidate of [".git/config", ".GIT/config", "sub/.git/config", "sub/.Git/HEAD", "src/../.git/HEAD"]) {
+      const read = await open.invoke("repo.read_file", { path: candidate }, call());
+      expect(read, candidate).toMatchObject({ status: "error", code: "path_escape", details: { reason: "git_dir" } });
+      const write = await invokeApproved(open, "repo.write_file", { path: candidate, content: "x\n" });
+      expect(codeOf(write), candidate).toBe("path_escape");
+    }
+    expect(readFileSync(path.join(repo.root, ".git", "config"), "utf8")).not.toBe("x\n");
+  });
+});
+
 describe("limits", () => {
   it("refuses a file over the byte cap, and content over the write cap", async () => {
     repo.write("huge.log", Buffer.alloc(5 * 1024 * 1024, "a"));
