@@ -78,6 +78,12 @@ export function mailboxesIn(value: string, field: string): Mailbox[] {
     if (address.includes("=?") || !isAddress(address))
       throw unreadable(`an entry of ${field} is not a plain address: ${JSON.stringify(address.slice(0, 120))}`);
     if (name.includes("=?")) throw unreadable(`the display name ${shown} of ${address} in ${field} holds an encoded word that could not be decoded`);
+    // Relay syntax: a server of the allowed domain may forward `x%other@allowed` or `other!x@allowed`
+    // to another domain, which the allowlist and the human would not see.
+    if (/[%!]/.test(address.slice(0, address.lastIndexOf("@"))))
+      throw unreadable(
+        `${JSON.stringify(address.slice(0, 120))} in ${field} uses relay syntax (% or ! in the local part), which a mail server may forward to another domain`,
+      );
     return { address, name };
   });
   // Each plain address holds one "@"; any other (a doubled address the parser folded into one, an

@@ -84,6 +84,8 @@ describe("recipients as the wire sees them, through the gate, the real client an
       ["a space before the colon", "To: ana@example.test\r\nBcc : mallory@evil.test"],
       ["a NUL in a header", "To: ana@example.test\u0000, mallory@evil.test"],
       ["a NUL in a display name", 'To: "Ana\u0000" <ana@example.test>'],
+      ["a percent-relay address (an allowed domain forwards it elsewhere)", "To: mallory%evil.test@example.test"],
+      ["a bang-path address (an allowed domain forwards it elsewhere)", "Cc: evil.test!mallory@example.test"],
     ];
 
     for (const [name, headers] of ambiguous) {
@@ -181,6 +183,8 @@ describe("recipients as the wire sees them, through the gate, the real client an
       ["a comment", { to: ["ana@example.test (mallory@evil.test)"] }],
       ["an encoded word", { to: [`${word("mallory@evil.test")}`] }],
       ["surrounding space", { to: [" ana@example.test"] }],
+      ["a percent-relay address", { to: ["mallory%evil.test@example.test"] }],
+      ["a bang-path address", { bcc: ["evil.test!mallory@example.test"] }],
     ];
 
     for (const [name, fields] of smuggled) {
