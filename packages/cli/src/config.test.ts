@@ -52,3 +52,72 @@ describe("toolgate.config.json", () => {
     );
   });
 });
+
+describe("profiles and the console section", () => {
+  const profile = { name: "writer", allow: ["notes:write"], maxRisk: "high" };
+  const json = (extra: Record<string, unknown>, profiles: unknown[] = [profile]) => loadJson(JSON.stringify({ families: [], profiles, ...extra }));
+
+  it("refuses an unknown profile key by name instead of dropping it (a misspelt twoPersonFrom would turn the rule off)", async () => {
+    await expect(json({}, [{ ...profile, twoPersonFrm: "high" }])).rejects.toThrow(
+      expect.objectContaining({ code: "config_invalid", message: expect.stringContaining('profiles.0: unknown key "twoPersonFrm" (a profile knows') }),
+    );
+    await expect(json({}, [{ ...profile, twoPersonFrom: "severe" }])).rejects.toThrow(
+      "profiles.0.twoPersonFrom: twoPersonFrom must be one of low, medium, high, critical",
+    );
+    await expect(json({}, [profile, profile])).rejects.toThrow('two profiles are named "writer"');
+  });
+
+  it("keeps twoPersonFrom on the profile the gate gets", async () => {
+    const config = await json({}, [{ ...profile, twoPersonFrom: "high" }]);
+    expect(config.profiles[0]).toMatchObject({ name: "writer", twoPersonFrom: "high" });
+    expect(Object.isFrozen(config.profiles[0])).toBe(true);
+  });
+
+  it("checks a module's profiles and console section as strictly as the JSON file's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "toolgate-config-"));
+    const write = (name: string, body: string) => {
+      writeFileSync(join(dir, name), `export default { compose: () => ({ families: [] }), ${body} };`);
+      return loadConfig(join(dir, name));
+    };
+    await expect(write("a.mjs", `profiles: [{ name: "w", allow: ["a:b"], maxRisk: "low", twoPersonfrom: "low" }]`)).rejects.toThrow(
+      'a.mjs is invalid: profiles.0 (w): unknown key "twoPersonfrom"',
+    );
+    await expect(write("b.mjs", `profiles: [], console: { webhook: { url: "http://example.com/hook", secret: { env: "X" } } }`)).rejects.toThrow(
+      "console.webhook.url: must be an https URL",
+    );
+    const ok = await write("c.mjs", `profiles: [{ name: "w", allow: ["a:b"], maxRisk: "low", twoPersonFrom: "low" }], console: { port: 9000 }`);
+    expect(ok.profiles[0]).toMatchObject({ twoPersonFrom: "low", consents: [] });
+    expect(ok.console).toEqual({ port: 9000 });
+  });
+
+  it("a webhook: https, or http to this machine only; no credentials in the URL; the secret from a file or variable, never inline", async () => {
+    const secret = { file: "hook.secret" };
+    for (const url of ["http://10.0.0.5/hook", "https://user:pw@chat.example/hook", "ftp://127.0.0.1/x", "not a url"])
+      await expect(json({ console: { webhook: { url, secret } } })).rejects.toThrow("console.webhook.url: must be an https URL");
+    await expect(json({ console: { webhook: { url: "https://chat.example/hook", secret: "inline-secret" } } })).rejects.toThrow(
+      'console.webhook.secret: must be { "file": path } or { "env": name }',
+    );
+    await expect(json({ console: { port: 70000 } })).rejects.toThrow("console.port");
+    await expect(json({ console: { webhok: {} } })).rejects.toThrow("console");
+    const config = await json({ console: { port: 0, webhook: { url: "http://127.0.0.1:9/hook", secret } } });
+    expect(config.console).toEqual({ port: 0, webhook: { url: "http://127.0.0.1:9/hook", secret } });
+  });
+
+  it("consoleSettings reads the webhook secret: refused when missing, readable by others or short", async () => {
+    const { consoleSettings, DEFAULT_CONSOLE_PORT } = await import("./console-config.js");
+    const baseDir = mkdtempSync(join(tmpdir(), "toolgate-config-"));
+    const hook = (secret: { file: string } | { env: string }) => ({
+      baseDir,
+      config: { profiles: [], compose: () => ({ families: [] }), console: { webhook: { url: "https://chat.example/h", secret } } },
+    });
+    expect(await consoleSettings({ baseDir, config: { profiles: [], compose: () => ({ families: [] }) } })).toEqual({ port: DEFAULT_CONSOLE_PORT });
+    await expect(consoleSettings(hook({ file: "s" }))).rejects.toThrow("does not exist");
+    writeFileSync(join(baseDir, "s"), "x".repeat(40), { mode: 0o644 });
+    await expect(consoleSettings(hook({ file: "s" }))).rejects.toThrow("readable by others");
+    writeFileSync(join(baseDir, "t"), "short\n", { mode: 0o600 });
+    await expect(consoleSettings(hook({ file: "t" }))).rejects.toThrow("shorter than 32");
+    writeFileSync(join(baseDir, "u"), `${"k".repeat(40)}\n`, { mode: 0o600 });
+    expect(await consoleSettings(hook({ file: "u" }))).toEqual({ port: 7878, webhook: { url: "https://chat.example/h", secret: "k".repeat(40) } });
+    await expect(consoleSettings(hook({ env: "TOOLGATE_TEST_UNSET_HOOK" }))).rejects.toThrow("is not set");
+  });
+});

@@ -3,8 +3,9 @@ import { readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { z } from "zod";
-import { ToolError, profileSchema, type ConnectorRuntime, type Journal, type Profile, type ToolFamily, type Verifier, type Workspace } from "@toolgate/core";
+import { ToolError, type ConnectorRuntime, type Journal, type ToolFamily, type Verifier, type Workspace } from "@toolgate/core";
 import { type TokenVault, type VaultKeySource } from "@toolgate/core/connectors";
+import { checkProfiles, configProfileSchema, type ConfigProfile } from "./config-profiles.js";
 
 /** What a composition file may hand the CLI for one run. */
 export interface ComposeContext {
@@ -45,6 +46,35 @@ const keySourceSchema = z.union([z.object({ file: z.string() }), z.object({ env:
 /** The token vault: an encrypted file (default `tokens.vault` in the state directory) and where its key comes from (never beside it). */
 const vaultSchema = z.object({ file: z.string().optional(), key: keySourceSchema }, { error: 'must be { "file"?: path, "key": … }' });
 
+/** A webhook URL: https, or http only to this machine (127.0.0.1, ::1, localhost); no credentials in it. */
+const webhookUrlSchema = z.string().refine(
+  (text) => {
+    if (!URL.canParse(text)) return false;
+    const url = new URL(text);
+    const loopback = ["127.0.0.1", "[::1]", "localhost"].includes(url.hostname);
+    return (url.protocol === "https:" || (url.protocol === "http:" && loopback)) && url.username === "" && url.password === "";
+  },
+  { error: "must be an https URL (http only to 127.0.0.1, [::1] or localhost) without credentials" },
+);
+
+/**
+ * `toolgate console`: the port (default 7878) and a webhook told of each new approval request, its
+ * body signed with HMAC-SHA256 under a secret kept in a file (0600, protected like the state) or
+ * an environment variable, never in the composition file itself.
+ */
+export const consoleConfigSchema = z.strictObject(
+  {
+    port: z.number({ error: "port must be a whole number from 0 to 65535" }).int().min(0).max(65535).optional(),
+    webhook: z
+      .strictObject(
+        { url: webhookUrlSchema, secret: keySourceSchema },
+        { error: 'must be { "url": "https://…", "secret": { "file": path } or { "env": name } }' },
+      )
+      .optional(),
+  },
+  { error: 'must be { "port"?: number, "webhook"?: { "url", "secret" } }' },
+);
+
 /**
  * `toolgate.config.json`: profiles and journal, families named by the package that makes them
  * (its `createXTools` export, or `factory`, called with `options` and `baseDir`).
@@ -54,7 +84,7 @@ const jsonConfigSchema = z.object(
     families: z.array(z.object({ package: z.string().min(1), factory: z.string().optional(), options: z.record(z.string(), z.unknown()).optional() }), {
       error: 'must be an array of { "package": name } entries',
     }),
-    profiles: z.array(profileSchema, { error: "must be an array of profiles" }),
+    profiles: z.array(configProfileSchema, { error: "must be an array of profiles" }),
     /**
      * The state directory (relative to this file, or absolute): the journal, audit key, vault and
      * grant files live there unless configured elsewhere. Default outside the project:
@@ -70,6 +100,8 @@ const jsonConfigSchema = z.object(
     /** Defaults for `toolgate call`. */
     principal: z.string().optional(),
     tenant: z.string().optional(),
+    /** The web console (`toolgate console`): port and approval webhook. */
+    console: consoleConfigSchema.optional(),
   },
   { error: "must be a JSON object" },
 );
@@ -82,7 +114,7 @@ const jsonConfigSchema = z.object(
 export type ToolgateConfig = Readonly<Omit<z.output<typeof jsonConfigSchema>, "families" | "profiles" | "vault">> & {
   /** Build the families (and their connectors, verifier, workspace) for one run. */
   readonly compose: (context: ComposeContext) => Promise<Composition> | Composition;
-  readonly profiles: readonly Profile[];
+  readonly profiles: readonly ConfigProfile[];
   /** The token vault: an encrypted file (default `<state>/tokens.vault`) and where its key comes from (never beside it). */
   readonly vault?: { readonly file?: string; readonly key: VaultKeySource };
 };
@@ -122,7 +154,14 @@ export async function loadConfig(path: string): Promise<ToolgateConfig> {
   ) {
     throw new ToolError("config_invalid", `${basename(path)} must export default defineConfig({ compose, profiles })`);
   }
-  return config as ToolgateConfig;
+  // What the JSON file's schema checks, a module's default export is checked for too.
+  const given = config as ToolgateConfig;
+  const consoleCheck = given.console === undefined ? undefined : consoleConfigSchema.safeParse(given.console);
+  if (consoleCheck && !consoleCheck.success) {
+    const problems = consoleCheck.error.issues.map((issue) => ["console", ...issue.path.map(String)].join(".") + `: ${issue.message}`);
+    throw new ToolError("config_invalid", `${basename(path)} is invalid: ${problems.join("; ")}`, { details: { problems } });
+  }
+  return { ...given, profiles: checkProfiles(basename(path), given.profiles) };
 }
 
 async function fromJson(path: string): Promise<ToolgateConfig> {
@@ -140,13 +179,14 @@ async function fromJson(path: string): Promise<ToolgateConfig> {
   const parsed = result.data;
   const baseDir = dirname(path);
   return {
-    profiles: parsed.profiles,
+    profiles: checkProfiles(basename(path), parsed.profiles),
     ...(parsed.state === undefined ? {} : { state: parsed.state }),
     ...(parsed.journal ? { journal: parsed.journal } : {}),
     ...(parsed.auditKey ? { auditKey: parsed.auditKey } : {}),
     ...(parsed.vault ? { vault: { key: parsed.vault.key, ...(parsed.vault.file === undefined ? {} : { file: parsed.vault.file }) } } : {}),
     ...(parsed.principal ? { principal: parsed.principal } : {}),
     ...(parsed.tenant ? { tenant: parsed.tenant } : {}),
+    ...(parsed.console ? { console: parsed.console } : {}),
     async compose() {
       const families: ToolFamily[] = [];
       for (const entry of parsed.families) {

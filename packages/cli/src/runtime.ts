@@ -2,10 +2,12 @@ import { randomBytes } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { ToolError, createGate, createMemoryJournal, createToolRegistry, type Gate, type Journal, type Profile, type ToolRegistry } from "@toolgate/core";
+import { ToolError, createGate, createMemoryJournal, createToolRegistry, type Gate, type Journal, type ToolRegistry } from "@toolgate/core";
 import { createFileVault, type TokenVault } from "@toolgate/core/connectors";
 import { withConfiguredWitness } from "./commands/audit.js";
 import { findConfig, loadConfig, type Composition, type ToolgateConfig } from "./config.js";
+import type { ConfigProfile } from "./config-profiles.js";
+import { webhookSecretFile } from "./console-config.js";
 import { openStateDir, protectStatePaths } from "./state.js";
 
 /** One composed run of the CLI: the gate and everything it was built from. */
@@ -19,11 +21,11 @@ export interface Runtime {
   readonly gate: Gate;
   readonly journal: Journal;
   readonly auditKey: Buffer;
-  readonly profiles: readonly Profile[];
+  readonly profiles: readonly ConfigProfile[];
   readonly composition: Composition;
   /** The token vault, when the configuration names one. */
   readonly vault: TokenVault | undefined;
-  profile(name: string): Profile;
+  profile(name: string): ConfigProfile;
   close(): Promise<void>;
 }
 
@@ -41,7 +43,7 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
   const stateDir = openStateDir(baseDir, config.state);
   const paths = statePaths(baseDir, stateDir, config);
   // The composition file too: rewritten by a tool, the next run would execute it beside the audit key.
-  protectStatePaths(baseDir, [configPath, paths.journal, paths.auditKey, paths.vault, paths.vaultKey, paths.witness]);
+  protectStatePaths(baseDir, [configPath, paths.journal, paths.auditKey, paths.vault, paths.vaultKey, paths.witness, webhookSecretFile(baseDir, config)]);
   const auditKey = await readAuditKey(baseDir, config.auditKey, stateDir);
   const journal = withConfiguredWitness(await openJournal(baseDir, config.journal, auditKey, stateDir), baseDir, config.journal, auditKey);
   const secrets: string[] = [];
@@ -75,7 +77,7 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
     profiles: config.profiles,
     composition,
     vault,
-    profile(name: string): Profile {
+    profile(name: string): ConfigProfile {
       const found = byName.get(name);
       if (!found)
         throw new ToolError("config_invalid", `no profile named ${JSON.stringify(name)}`, { details: { hint: `profiles: ${[...byName.keys()].join(", ")}` } });
