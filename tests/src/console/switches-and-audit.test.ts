@@ -1,0 +1,82 @@
+// An admin's path: the kill switch set in the page stops a tool for another worker process sharing
+// the journal, and re-enabled it runs again; the audit page verifies the chain and exports it.
+import { readFile } from "node:fs/promises";
+import type { Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
+import { screenshot, signIn, skipReason, withConsole } from "./harness.js";
+
+describe.skipIf(skipReason !== undefined)(`console in Chromium: kill switch and audit${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
+  const desk = withConsole();
+  let page: Page;
+
+  beforeAll(async () => {
+    page = await signIn(await desk.browser.newContext(), (await desk.project.addOperator("ada", "admin", desk.server.port)).link);
+  }, 30_000);
+
+  async function disable(target: string, reason: string): Promise<void> {
+    await page.goto(`${desk.server.url}/switches`);
+    const form = page.locator('form[action="/switches/disable"]');
+    await form.locator('[name="target"]').fill(target);
+    await form.locator('[name="reason"]').fill(reason);
+    await Promise.all([page.waitForNavigation(), form.locator('button, input[type="submit"]').first().click()]);
+  }
+
+  async function enable(target: string): Promise<void> {
+    const form = page.locator('form[action="/switches/enable"]').filter({ has: page.locator(`input[name="target"][value="${target}"]`) });
+    await Promise.all([page.waitForNavigation(), form.locator('button, input[type="submit"]').first().click()]);
+  }
+
+  it("a tool switched off in the page is refused to another worker process (tool_disabled) until switched on again", async () => {
+    expect((await desk.project.call("desk.count_words", { text: "one two" })).code).toBe(0);
+    await disable("tool:desk.count_words", "counting runs away");
+    await expect(page.locator("body").innerText()).resolves.toContain("tool:desk.count_words");
+    await screenshot(page, "switches");
+
+    const refused = await desk.project.call("desk.count_words", { text: "three four" });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain("tool_disabled");
+    expect(desk.project.runs().filter((r) => r.tool === "desk.count_words")).toHaveLength(1);
+    const refusal = (await desk.project.audit()).filter((e) => JSON.stringify(e).includes("tool_disabled"));
+    expect(refusal.length).toBeGreaterThan(0); // journaled like every refusal
+
+    await enable("tool:desk.count_words");
+    const again = await desk.project.call("desk.count_words", { text: "five six" });
+    expect(again.code).toBe(0);
+    expect(desk.project.runs().filter((r) => r.tool === "desk.count_words")).toHaveLength(2);
+  });
+
+  it("a whole family switched off stops each of its tools, approval or not, for the other worker", async () => {
+    await disable("family:desk", "maintenance");
+    const counted = await desk.project.call("desk.count_words", { text: "seven" });
+    const memo = await desk.project.call("desk.send_memo", { to: "ops", text: "during maintenance" });
+    for (const refused of [counted, memo]) {
+      expect(refused.code).toBe(1);
+      expect(refused.stdout).toContain("tool_disabled");
+    }
+    await enable("family:desk");
+    expect((await desk.project.call("desk.count_words", { text: "eight" })).code).toBe(0);
+  });
+
+  it("the audit page verifies the chain and shows the result; export downloads the journal as JSON lines", async () => {
+    await page.goto(`${desk.server.url}/audit`);
+    await Promise.all([
+      page.waitForNavigation(),
+      page.locator('form[action="/audit/verify"] button, form[action="/audit/verify"] input[type="submit"]').first().click(),
+    ]);
+    const shown = await page.locator("body").innerText();
+    expect(shown).toMatch(/verified|intact|chain (is )?ok/i);
+    expect(shown).not.toMatch(/tampered|broken/i);
+    await screenshot(page, "audit-verified");
+
+    const [download] = await Promise.all([page.waitForEvent("download"), page.locator('a[href^="/audit/export"]').first().click()]);
+    const path = await download.path();
+    const lines = (await readFile(path, "utf8")).split("\n").filter(Boolean);
+    const events = lines.map((line) => JSON.parse(line) as { type: string });
+    const fromCli = await desk.project.audit();
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.map((e) => e.type)).toEqual(fromCli.slice(0, events.length).map((e) => e.type));
+    // The refusals and the switches themselves are in it (who set them, and why).
+    expect(lines.some((line) => line.includes("tool_disabled"))).toBe(true);
+    expect(lines.some((line) => line.includes("family:desk") && line.includes("maintenance"))).toBe(true);
+  });
+});
