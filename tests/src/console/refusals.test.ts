@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { csrfOf, requestIdOf, screenshot, signIn, skipReason, withConsole } from "./harness.js";
+import { csrfOf, requestIdOf, screenshot, signIn, skipReason, withConsole } from "./fixtures/harness.js";
 
 describe.skipIf(skipReason !== undefined)(`console in Chromium: what it refuses${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
   const desk = withConsole();

@@ -2,7 +2,7 @@
 // live, approve it (the retried call runs once) or deny it (the retried call does not run).
 import type { BrowserContext, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { requestIdOf, screenshot, signIn, skipReason, withConsole } from "./harness.js";
+import { requestIdOf, screenshot, signIn, skipReason, withConsole } from "./fixtures/harness.js";
 
 describe.skipIf(skipReason !== undefined)(`console in Chromium: sign in, live queue, approve, deny${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
   const desk = withConsole();

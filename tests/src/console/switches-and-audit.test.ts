@@ -3,7 +3,7 @@
 import { readFile } from "node:fs/promises";
 import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
-import { screenshot, signIn, skipReason, withConsole } from "./harness.js";
+import { screenshot, signIn, skipReason, withConsole } from "./fixtures/harness.js";
 
 describe.skipIf(skipReason !== undefined)(`console in Chromium: kill switch and audit${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
   const desk = withConsole();
