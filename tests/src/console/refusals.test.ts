@@ -3,29 +3,27 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { csrfOf, requestIdOf, screenshot, signIn, skipReason, withConsole } from "./fixtures/harness.js";
 
 describe.skipIf(skipReason !== undefined)(`console in Chromium: what it refuses${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
-  const desk = withConsole();
   let admin: BrowserContext;
   let page: Page;
-  let foreign: Server;
+  let foreign: Server | undefined;
   let foreignUrl: string;
   let forgedForm = "";
-
-  beforeAll(async () => {
-    admin = await desk.browser.newContext();
-    page = await signIn(admin, (await desk.project.addOperator("grace", "admin", desk.server.port)).link);
+  const desk = withConsole(async ({ project, server, browser }) => {
+    admin = await browser.newContext();
+    page = await signIn(admin, (await project.addOperator("grace", "admin", server.port)).link);
     // Another origin on the same machine (a different port is a different origin, yet the same
     // site, so SameSite cookies alone would not stop its forms): it serves whatever page a test sets.
     foreign = createServer((_req, res) => {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
       res.end(forgedForm);
     });
-    await new Promise<void>((resolve) => foreign.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => foreign!.listen(0, "127.0.0.1", resolve));
     foreignUrl = `http://127.0.0.1:${(foreign.address() as AddressInfo).port}/`;
-  }, 60_000);
+  });
   afterAll(async () => {
     await new Promise((resolve) => foreign?.close(resolve));
   });

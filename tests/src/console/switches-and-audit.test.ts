@@ -2,16 +2,14 @@
 // the journal, and re-enabled it runs again; the audit page verifies the chain and exports it.
 import { readFile } from "node:fs/promises";
 import type { Page } from "playwright-core";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { screenshot, signIn, skipReason, withConsole } from "./fixtures/harness.js";
 
 describe.skipIf(skipReason !== undefined)(`console in Chromium: kill switch and audit${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
-  const desk = withConsole();
   let page: Page;
-
-  beforeAll(async () => {
-    page = await signIn(await desk.browser.newContext(), (await desk.project.addOperator("ada", "admin", desk.server.port)).link);
-  }, 30_000);
+  const desk = withConsole(async ({ project, server, browser }) => {
+    page = await signIn(await browser.newContext(), (await project.addOperator("ada", "admin", server.port)).link);
+  });
 
   async function disable(target: string, reason: string): Promise<void> {
     await page.goto(`${desk.server.url}/switches`);
