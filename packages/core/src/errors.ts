@@ -35,6 +35,13 @@ export const TOOL_ERROR_CODES = {
   approval_unknown: { kind: "call", summary: "No such approval request or grant." },
   preview_invalid: { kind: "call", summary: "The tool could not build a valid preview for a human to approve." },
 
+  // the approval authority
+  approver_invalid: { kind: "call", summary: "The decider is not an approver the authority made (a typed name, a look-alike, an ended session)." },
+  approver_forbidden: { kind: "call", summary: "The approver's role, status or scope does not allow this decision or change." },
+  operator_unknown: { kind: "call", summary: "No operator with that id or name." },
+  operator_disabled: { kind: "call", summary: "The operator is disabled or removed." },
+  tool_disabled: { kind: "call", summary: "An operator disabled this tool or its family with the kill switch." },
+
   // idempotency and the journal
   idempotency_conflict: { kind: "call", summary: "The idempotency key was already used for a different call." },
   idempotency_in_flight: { kind: "call", summary: "A call with this idempotency key is still running." },

@@ -75,6 +75,9 @@ export type { Gate, AnyGate, CreateGateOptions, CallOptions, InputFor, OutputFor
 export type { InvokeResult, OkResult, ApprovalRequiredResult, DeniedResult, ErrorResult } from "./gate/results.js";
 export type { ApprovalGrant, ApprovalDesk, GrantOptions, DenyOptions } from "./gate/approvals.js";
 
+// The rest of the authority (its interface, operators, MCP clients, kill switches, a decision's result) is in `/operator`.
+export type { Approver } from "./authority/types.js";
+
 export { createMemoryJournal } from "./journal/memory.js";
 export type { MemoryJournal, MemoryJournalOptions } from "./journal/memory.js";
 export type { Journal, JournalReceipt, AuditRecord, OutboxEntry, OutboxState, ApprovalRequest, ApprovalStatus } from "./journal/types.js";

@@ -1,7 +1,8 @@
 /**
  * @toolgate/core/operator — what an operator runs beside the gate: recovery of interrupted
  * intents, resolving an unknown outcome, verifying the audit chain, the capability inventory and
- * the generated operator docs.
+ * the generated operator docs, and the approval authority's shapes (operators, MCP clients, kill
+ * switches; `gate.authority` is one made for the gate's journal).
  */
 export { recoverOutbox, resolveOutboxEntry } from "./recovery.js";
 export type { RecoverOutboxOptions, RecoveryReport, RecoveredEntry, ResolveOutboxOptions } from "./recovery.js";
@@ -17,3 +18,7 @@ export type { OperatorDocPage } from "./operator-docs.js";
 export { sovereigntyOf } from "./manifest.js";
 export { withWitness, readWitness, parseWitness, checkPinnedHeads } from "./journal/witness.js";
 export type { PinnedHead, PinnedHeadsVerdict, WitnessCheckpoint, WitnessOptions, WitnessReading, WitnessedJournal } from "./journal/witness.js";
+export { createAuthority } from "./authority/create-authority.js";
+export type { CreateAuthorityOptions } from "./authority/create-authority.js";
+export type { Authority, AuthorityAction, KillSwitch, McpClient, Operator, OperatorRole, OperatorScope, OperatorStatus } from "./authority/types.js";
+export type { ApprovalDecisionResult } from "./gate/approvals.js";

@@ -33,6 +33,8 @@ export const profileSchema = z
       .readonly(),
     /** What a flagged untrusted result does: pass with a flag, or wait for a human. Default `flag`. */
     onInjection: z.enum(["flag", "hold"], { error: 'onInjection must be "flag" or "hold"' }).default("flag"),
+    /** Calls at or above this risk need two distinct approvers. Default none (one approver). */
+    twoPersonFrom: z.enum(RISK_LEVELS, { error: `twoPersonFrom must be one of ${RISK_LEVELS.join(", ")}` }).optional(),
   })
   .readonly();
 

@@ -3,6 +3,9 @@ import { sha256Hex } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import type { ApprovalRequest, ApprovalStatus, Journal } from "../journal/types.js";
 import type { Redactor } from "../redactor.js";
+import type { RegisteredTool } from "../registry.js";
+import { checkDecider } from "../authority/create-authority.js";
+import type { Approver, Authority } from "../authority/types.js";
 
 /** What a human's grant gives the caller; pass it back as `call.approval`. */
 export interface ApprovalGrant {
@@ -14,40 +17,60 @@ export interface ApprovalGrant {
 }
 
 export interface GrantOptions {
-  readonly approver: string;
+  /** The authenticated decider, from `gate.authority` (never a typed name). */
+  readonly by: Approver;
   /** How long the grant stays usable; default 10 minutes, at most 24 hours. */
   readonly ttlMs?: number;
 }
 
 export interface DenyOptions {
-  readonly approver: string;
+  readonly by: Approver;
   readonly reason: string;
 }
 
-/** The human side of approvals: list pending requests, grant or deny them. */
+/** A grant, or (two-person rule) the first of two approvals: the request waits for a second, different approver. */
+export type ApprovalDecisionResult =
+  { readonly status: "granted"; readonly grant: ApprovalGrant } | { readonly status: "needs_another"; readonly request: ApprovalRequest };
+
+/** The human side of approvals: list pending requests, grant or deny them as an authenticated approver. */
 export interface ApprovalDesk {
   list(options?: { readonly status?: readonly ApprovalStatus[] }): Promise<readonly ApprovalRequest[]>;
   get(requestId: string): Promise<ApprovalRequest | undefined>;
-  grant(requestId: string, options: GrantOptions): Promise<ApprovalGrant>;
+  grant(requestId: string, options: GrantOptions): Promise<ApprovalDecisionResult>;
   deny(requestId: string, options: DenyOptions): Promise<ApprovalRequest>;
 }
 
 export const DEFAULT_GRANT_TTL_MS = 10 * 60_000;
 export const MAX_GRANT_TTL_MS = 24 * 60 * 60_000;
 
-export function createApprovalDesk(journal: Journal, redactor: Redactor, now: () => number): ApprovalDesk {
-  const approverOf = (approver: unknown): string => {
-    if (typeof approver !== "string" || approver.trim() === "") throw new ToolError("config_invalid", "an approval needs a named approver");
-    return approver;
+export function createApprovalDesk(
+  journal: Journal,
+  redactor: Redactor,
+  now: () => number,
+  authority: Authority,
+  tools: ReadonlyMap<string, RegisteredTool>,
+): ApprovalDesk {
+  /** The request, and the approver as it stands now, checked against its role, status and scope. */
+  const decider = async (requestId: string, options: { readonly by?: unknown } | undefined) => {
+    if (options?.by === undefined && typeof (options as { approver?: unknown } | undefined)?.approver === "string") {
+      throw new ToolError("approver_invalid", "a decision is made by an authenticated approver ({ by }) from gate.authority, not a typed name");
+    }
+    const request = await journal.getApproval(requestId);
+    if (!request) throw new ToolError("approval_unknown", `no approval request ${String(requestId).slice(0, 80)}`);
+    const live = await checkDecider(authority, options?.by, request, tools.get(request.toolId)?.manifest);
+    return { request, live };
   };
   return {
     list: (options) => journal.listApprovals(options),
     get: (id) => journal.getApproval(id),
     async grant(requestId, options) {
-      const approver = approverOf(options?.approver);
-      const ttlMs = options.ttlMs ?? DEFAULT_GRANT_TTL_MS;
+      const ttlMs = options?.ttlMs ?? DEFAULT_GRANT_TTL_MS;
       if (!Number.isInteger(ttlMs) || ttlMs <= 0 || ttlMs > MAX_GRANT_TTL_MS) {
         throw new ToolError("config_invalid", `ttlMs must be a whole number of milliseconds between 1 and ${MAX_GRANT_TTL_MS}`);
+      }
+      const { request: asked, live } = await decider(requestId, options);
+      if (asked.approvals?.some((a) => a.by === live.id)) {
+        throw new ToolError("approval_invalid", `${live.id} already approved ${requestId}; it needs a second, different approver`);
       }
       const token = randomBytes(32).toString("base64url");
       const at = now();
@@ -58,7 +81,8 @@ export function createApprovalDesk(journal: Journal, redactor: Redactor, now: ()
       try {
         ({ request } = await journal.decideApproval(requestId, {
           kind: "grant",
-          approver,
+          approver: live.id,
+          via: live.via,
           tokenHash: sha256Hex(token),
           grantExpiresAt: expiresAt,
           at: new Date(at).toISOString(),
@@ -67,12 +91,22 @@ export function createApprovalDesk(journal: Journal, redactor: Redactor, now: ()
         redactor.unregister(token);
         throw error;
       }
-      return Object.freeze({ requestId, token, toolId: request.toolId, expiresAt });
+      if (request.status !== "granted") {
+        redactor.unregister(token);
+        return { status: "needs_another", request };
+      }
+      return { status: "granted", grant: Object.freeze({ requestId, token, toolId: request.toolId, expiresAt }) };
     },
     async deny(requestId, options) {
-      const approver = approverOf(options?.approver);
+      const { live } = await decider(requestId, options);
       const reason = typeof options.reason === "string" && options.reason.trim() !== "" ? options.reason : "denied";
-      const { request } = await journal.decideApproval(requestId, { kind: "deny", approver, reason, at: new Date(now()).toISOString() });
+      const { request } = await journal.decideApproval(requestId, {
+        kind: "deny",
+        approver: live.id,
+        via: live.via,
+        reason,
+        at: new Date(now()).toISOString(),
+      });
       return request;
     },
   };

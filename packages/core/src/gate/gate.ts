@@ -1,4 +1,6 @@
 import { ToolError } from "../errors.js";
+import { createAuthority } from "../authority/create-authority.js";
+import type { Authority } from "../authority/types.js";
 import type { ProgressEvent, ConnectorRuntime, Verifier, Workspace } from "../context.js";
 import type { Journal } from "../journal/types.js";
 import type { AnyToolManifest } from "../manifest.js";
@@ -41,6 +43,8 @@ export interface CallOptions {
   /** The caller's key. Without one, side-effectful calls get a key derived from tool, input, principal and tenant. */
   readonly idempotencyKey?: string;
   readonly approval?: ApprovalGrant;
+  /** A framework's or client's own id for this call (at most 256 characters): recorded on its approval request and shown. */
+  readonly callRef?: string;
   readonly signal?: AbortSignal;
   readonly onProgress?: (event: ProgressEvent) => void;
 }
@@ -70,6 +74,8 @@ export interface Gate<TTool extends AnyToolManifest = AnyToolManifest> {
    */
   invoke<const TId extends string>(toolId: TId, input: InputFor<TTool, TId>, call: CallOptions): Promise<InvokeResult<OutputFor<TTool, TId>>>;
   readonly approvals: ApprovalDesk;
+  /** Operators, sessions, MCP clients and kill switches, kept in this gate's journal. */
+  readonly authority: Authority;
   readonly redactor: Redactor;
   readonly registry: ToolRegistry<TTool>;
   readonly journal: Journal;
@@ -88,6 +94,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     }
   }
   const env = createGateEnv({ ...options, tools });
+  const authority = createAuthority(journal, { clock: env.clock, redactor: env.redactor });
 
   const invoke = (requestedId: string, input: unknown, call: CallOptions): Promise<InvokeResult<unknown>> => {
     return runSteps(INVOKE_STEPS, startCall(env.nextInvocationId(), requestedId, input, call, env.clock()), env);
@@ -95,7 +102,8 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
 
   const gate: Gate<TTool> = {
     invoke: invoke as Gate<TTool>["invoke"],
-    approvals: createApprovalDesk(journal, env.redactor, env.clock),
+    approvals: createApprovalDesk(journal, env.redactor, env.clock, authority, tools),
+    authority,
     redactor: env.redactor,
     registry,
     journal,

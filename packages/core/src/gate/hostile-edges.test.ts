@@ -8,6 +8,7 @@ import type { AnyToolManifest } from "../manifest.js";
 import { defineProfile } from "../profile.js";
 import { createToolRegistry } from "../registry.js";
 import { createGate } from "./gate.js";
+import { grantAsOwner } from "../testing/approver.js";
 import { tool } from "./fixtures/one-tool.js";
 
 const profile = defineProfile({ name: "p", allow: ["x:use"], maxRisk: "critical" });
@@ -94,7 +95,7 @@ describe("gate.invoke never throws, whatever a body, caller or journal does", ()
     const first = await gate.invoke("x.t", {}, base);
     expect(first.status).toBe("approval_required");
     if (first.status !== "approval_required") return;
-    const grant = await gate.approvals.grant(first.requestId, { approver: "human" });
+    const grant = await grantAsOwner(gate, first.requestId);
     down = true;
     expect(await settled(gate.invoke("x.t", {}, { ...base, approval: grant }))).toMatchObject({ status: "error", code: "journal_failed" });
   });

@@ -9,6 +9,7 @@ import type { Journal } from "../journal/types.js";
 import { DATA_CLASSES, jsonSchemaOf, withHandler, type AnyToolManifest } from "../manifest.js";
 import { defineProfile, type Profile } from "../profile.js";
 import { createToolRegistry } from "../registry.js";
+import { grantAsOwner } from "./approver.js";
 
 /** What one conformance test needs to run a family's real handlers. */
 export interface FamilyTestContext {
@@ -141,7 +142,7 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
   ): Promise<InvokeResult> => {
     const first = await gate.invoke(id, input, { principal, tenant, profile, ...extra });
     if (first.status !== "approval_required" || first.reason !== "call") return first;
-    const grant = await gate.approvals.grant(first.requestId, { approver: "conformance-human" });
+    const grant = await grantAsOwner(gate, first.requestId);
     return gate.invoke(id, input, { principal, tenant, profile, approval: grant, ...extra });
   };
 
@@ -221,7 +222,7 @@ export function describeToolFamily(family: ToolFamily, options: DescribeToolFami
               expect(first.status).toBe("approval_required");
               if (first.status !== "approval_required") return;
               expect(first.preview.summary.length).toBeGreaterThan(0);
-              const grant = await gate.approvals.grant(first.requestId, { approver: "conformance-human" });
+              const grant = await grantAsOwner(gate, first.requestId);
               // The same grant presented by another principal, or with a forged token, is refused.
               const otherPrincipal = await gate.invoke(tool.id, input, { principal: `${principal}-other`, tenant, profile, approval: grant });
               expect(otherPrincipal.status).toBe("denied");

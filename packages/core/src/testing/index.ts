@@ -13,3 +13,4 @@ export { createNotesStore, createNotesTools } from "./notes-family.js";
 export type { NotesStore } from "./notes-family.js";
 export { describeJournalTampering } from "./describe-tampering.js";
 export type { RawJournalRows, TamperableJournal } from "./describe-tampering.js";
+export { testApprover, grantAsOwner, denyAsOwner } from "./approver.js";

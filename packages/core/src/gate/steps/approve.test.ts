@@ -6,6 +6,7 @@ import { createMemoryJournal } from "../../journal/memory.js";
 import { defineTool } from "../../manifest.js";
 import { createGate, type CallOptions } from "../gate.js";
 import { setup, approve, base } from "../fixtures/gate-harness.js";
+import { denyAsOwner, grantAsOwner } from "../../testing/approver.js";
 
 describe("gate step: approve", () => {
   it("5. approval: without a grant nothing runs; a request is persisted with the preview", async () => {
@@ -121,7 +122,7 @@ describe("gate step: approve", () => {
     const gate = createGate({ registry: createToolRegistry({ families: [createNotesTools(store)] }), journal: createMemoryJournal(), clock: () => now });
     const first = await gate.invoke("notes.add_note", { id: "a", text: "b" }, base);
     if (first.status !== "approval_required") throw new Error("expected approval");
-    const grant = await gate.approvals.grant(first.requestId, { approver: "human", ttlMs: 1000 });
+    const grant = await grantAsOwner(gate, first.requestId, { ttlMs: 1000 });
     now += 1001;
     expect(await gate.invoke("notes.add_note", { id: "a", text: "b" }, { ...base, approval: grant })).toMatchObject({
       status: "denied",
@@ -129,7 +130,7 @@ describe("gate step: approve", () => {
     });
     const second = await gate.invoke("notes.add_note", { id: "c", text: "d" }, base);
     if (second.status !== "approval_required") throw new Error("expected approval");
-    await gate.approvals.deny(second.requestId, { approver: "human", reason: "not today" });
+    await denyAsOwner(gate, second.requestId, "not today");
     const forged = { requestId: second.requestId, token: "t".repeat(43), toolId: "notes.add_note", expiresAt: new Date(now + 1000).toISOString() };
     expect(await gate.invoke("notes.add_note", { id: "c", text: "d" }, { ...base, approval: forged })).toMatchObject({
       status: "denied",

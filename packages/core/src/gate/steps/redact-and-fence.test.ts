@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defineProfile } from "../../profile.js";
 import { setup, base, full } from "../fixtures/gate-harness.js";
+import { grantAsOwner } from "../../testing/approver.js";
 
 describe("gate step: redact-and-fence", () => {
   it("10. every registered secret is redacted from output, errors, previews and the journal", async () => {
@@ -66,7 +67,7 @@ describe("gate step: redact-and-fence", () => {
     expect(JSON.stringify(first.preview)).toContain("send the password");
     const replayNoGrant = await gate.invoke("notes.read_note", { id: "evil" }, { ...call, idempotencyKey: first.idempotencyKey });
     expect(replayNoGrant.status).toBe("approval_required");
-    const grant = await gate.approvals.grant(first.requestId, { approver: "human" });
+    const grant = await grantAsOwner(gate, first.requestId);
     const released = await gate.invoke("notes.read_note", { id: "evil" }, { ...call, idempotencyKey: first.idempotencyKey, approval: grant });
     expect(released).toMatchObject({ status: "ok", replayed: true });
     expect(released.status === "ok" && released.content).toContain("send the password");

@@ -54,6 +54,9 @@ function checkCallOptions(call: CallOptions): ToolError | undefined {
   ) {
     problems.push(`idempotencyKey (1–${MAX_KEY_LENGTH} characters)`);
   }
+  if (call.callRef !== undefined && (typeof call.callRef !== "string" || call.callRef.length === 0 || call.callRef.length > MAX_KEY_LENGTH)) {
+    problems.push(`callRef (1–${MAX_KEY_LENGTH} characters)`);
+  }
   const grant: unknown = call.approval;
   if (
     grant !== undefined &&
