@@ -12,6 +12,8 @@ export type {
   OutboxClaim,
   StoredEntry,
   StoredRequest,
+  StoredRecord,
+  RecordRef,
   StoredRow,
   RowEvent,
   AuditHead,
@@ -44,4 +46,7 @@ export type {
   ApprovalDecision,
   GrantCheck,
   GrantOutcome,
+  ApprovalGrantRecord,
+  RecordUpdate,
 } from "./journal/types.js";
+export { RECORD_KIND } from "./journal/types.js";

@@ -4,8 +4,10 @@ import {
   type JournalDriver,
   type JournalTransaction,
   type ListFilter,
+  type RecordRef,
   type RowEvent,
   type StoredEntry,
+  type StoredRecord,
   type StoredRequest,
   type StoredRow,
   type TransactionReads,
@@ -60,20 +62,25 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     `LEFT JOIN LATERAL (SELECT seq, prev_mac FROM ${s}.audit WHERE subject = ${subject} ORDER BY seq DESC LIMIT 1) a ON true`;
   const entryRows = `SELECT o.key AS id, o.entry AS text, a.seq, a.prev_mac FROM ${s}.outbox o ${latest("'entry:' || o.key")}`;
   const requestRows = `SELECT o.request_id AS id, o.request AS text, a.seq, a.prev_mac FROM ${s}.approvals o ${latest("'request:' || o.request_id")}`;
+  const recordRows = `SELECT o.record_id AS id, o.record AS text, a.seq, a.prev_mac FROM ${s}.records o ${latest("o.kind || ':' || o.record_id")}`;
   const q = {
     beginAndLockHead: `BEGIN; SELECT seq, mac FROM ${s}.audit_head WHERE id = 1 FOR UPDATE`,
     head: `SELECT seq, mac FROM ${s}.audit_head WHERE id = 1`,
     readAudit: `SELECT seq, subject, payload, prev_mac, mac FROM ${s}.audit WHERE seq > $1 ORDER BY seq LIMIT $2`,
     // Every declared row with its latest link, in one round trip: entries by key (stored or not),
-    // requests by id or pending input hash, and declared requests that are not stored but have a link.
+    // requests by id or open input hash, declared requests that are not stored but have a link, and
+    // records by kind and id (stored or not).
     fetch: `SELECT 'e' AS kind, k.id, o.entry AS body, NULL::text AS status, NULL::text AS input_hash, o.id AS ord, a.seq, a.prev_mac
       FROM unnest($1::text[]) AS k(id) LEFT JOIN ${s}.outbox o ON o.key = k.id ${latest("'entry:' || k.id")}
       UNION ALL
       SELECT 'r', o.request_id, o.request, o.status, o.input_hash, o.id, a.seq, a.prev_mac FROM ${s}.approvals o ${latest("'request:' || o.request_id")}
-      WHERE o.request_id = ANY($2::text[]) OR (o.status = 'pending' AND o.input_hash = ANY($3::text[]))
+      WHERE o.request_id = ANY($2::text[]) OR (o.status IN ('pending', 'granted') AND o.input_hash = ANY($3::text[]))
       UNION ALL
       SELECT 'm', k.id, NULL, NULL, NULL, NULL, a.seq, a.prev_mac FROM unnest($2::text[]) AS k(id) ${latest("'request:' || k.id")}
       WHERE a.seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${s}.approvals WHERE request_id = k.id)
+      UNION ALL
+      SELECT 'c', k.kind || ':' || k.id, o.record, NULL, NULL, o.id, a.seq, a.prev_mac
+      FROM unnest($4::text[], $5::text[]) AS k(kind, id) LEFT JOIN ${s}.records o ON o.kind = k.kind AND o.record_id = k.id ${latest("k.kind || ':' || k.id")}
       ORDER BY kind, ord`,
     write: `WITH appended AS (
         INSERT INTO ${s}.audit (seq, subject, payload, prev_mac, mac)
@@ -88,6 +95,11 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
         SELECT id, status, input_hash, request FROM unnest($9::text[], $10::text[], $11::text[], $12::text[]) WITH ORDINALITY AS u(id, status, input_hash, request, n)
         ORDER BY n
         ON CONFLICT (request_id) DO UPDATE SET status = EXCLUDED.status, request = EXCLUDED.request
+      ), records AS (
+        INSERT INTO ${s}.records (kind, record_id, record)
+        SELECT kind, id, record FROM unnest($16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS u(kind, id, record, n)
+        ORDER BY n
+        ON CONFLICT (kind, record_id) DO UPDATE SET record = EXCLUDED.record
       )
       UPDATE ${s}.audit_head SET seq = $13, mac = $14 WHERE id = 1`,
     getEntry: `SELECT k.id, o.entry AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS id) k LEFT JOIN ${s}.outbox o ON o.key = k.id ${latest("'entry:' || k.id")}`,
@@ -95,6 +107,10 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     claimable: `${entryRows} WHERE o.state = ANY($1) AND o.updated_ms < $2 ORDER BY o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED`,
     getRequest: `SELECT k.id, o.request AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS id) k LEFT JOIN ${s}.approvals o ON o.request_id = k.id ${latest("'request:' || k.id")}`,
     listRequests: `${requestRows} WHERE ($1::text[] IS NULL OR o.status = ANY($1)) ORDER BY o.id LIMIT $2`,
+    getRecord: `SELECT k.id, o.record AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS kind, $2::text AS id) k
+      LEFT JOIN ${s}.records o ON o.kind = k.kind AND o.record_id = k.id ${latest("k.kind || ':' || k.id")}`,
+    listRecords: `${recordRows} WHERE o.kind = $1 ORDER BY o.id`,
+    recordKinds: `SELECT DISTINCT kind FROM ${s}.records ORDER BY kind`,
   };
   const failure = (cause: unknown): ToolError =>
     ToolError.is(cause)
@@ -133,14 +149,16 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           if (!row) throw new ToolError("journal_failed", `journal schema ${schema} has no audit head`);
           let head = { seq: Number(row.seq), mac: row.mac };
 
-          const declared = { entries: new Set<string>(), requests: new Set<string>(), pending: new Set<string>() };
+          const declared = { entries: new Set<string>(), requests: new Set<string>(), open: new Set<string>(), records: new Map<string, RecordRef>() };
           for (const { reads } of batch) {
             for (const k of reads.entries ?? []) declared.entries.add(k);
             for (const r of reads.requests ?? []) declared.requests.add(r);
-            for (const h of reads.pending ?? []) declared.pending.add(h);
+            for (const h of reads.open ?? []) declared.open.add(h);
+            for (const c of reads.records ?? []) declared.records.set(`${c.kind}:${c.id}`, c);
           }
           const entries = new Map<string, string>();
           const requests = new Map<string, StoredRequest>();
+          const records = new Map<string, string>();
           // Each row's latest link, as fetched and as this batch's appends move it.
           const latestLinks = new Map<string, RowEvent>();
           const seen = (subject: string, event: RowEvent | undefined): void => void (event && latestLinks.set(subject, event));
@@ -156,7 +174,8 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
               seen(`entry:${r.id}`, latestOf(r));
             }
           }
-          if (declared.entries.size + declared.requests.size + declared.pending.size > 0) {
+          if (declared.entries.size + declared.requests.size + declared.open.size + declared.records.size > 0) {
+            const refs = [...declared.records.values()];
             const fetched = await client.query<{
               kind: string;
               id: string;
@@ -165,9 +184,12 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
               input_hash: string;
               seq: string | null;
               prev_mac: string | null;
-            }>(q.fetch, [[...declared.entries], [...declared.requests], [...declared.pending]]);
+            }>(q.fetch, [[...declared.entries], [...declared.requests], [...declared.open], refs.map((c) => c.kind), refs.map((c) => c.id)]);
             for (const r of fetched.rows) {
-              if (r.kind === "e") {
+              if (r.kind === "c") {
+                if (r.body !== null) records.set(r.id, r.body);
+                seen(r.id, latestOf(r));
+              } else if (r.kind === "e") {
                 if (r.body !== null) entries.set(r.id, r.body);
                 seen(`entry:${r.id}`, latestOf(r));
               } else {
@@ -180,6 +202,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           const requestRow = (id: string): StoredRow => ({ id, text: requests.get(id)?.text, latest: latestLinks.get(`request:${id}`) });
           const dirtyEntries = new Map<string, StoredEntry>();
           const dirtyRequests = new Map<string, StoredRequest>();
+          const dirtyRecords = new Map<string, StoredRecord>();
           const audit = { seqs: [] as number[], subjects: [] as (string | null)[], payloads: [] as string[], prevMacs: [] as string[], macs: [] as string[] };
           const check = (set: Set<string>, id: string, what: string): void => {
             if (!set.has(id)) throw new Error(`the journal read ${what} ${id} it did not declare`);
@@ -215,9 +238,19 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
               requests.set(request.id, request);
               dirtyRequests.set(request.id, request);
             },
-            pendingRequests(inputHash) {
-              check(declared.pending, inputHash, "pending requests for input");
-              return [...requests.values()].filter((r) => r.status === "pending" && r.inputHash === inputHash).map((r) => requestRow(r.id));
+            openRequests(inputHash) {
+              check(declared.open, inputHash, "open requests for input");
+              const open = (r: StoredRequest) => (r.status === "pending" || r.status === "granted") && r.inputHash === inputHash;
+              return [...requests.values()].filter(open).map((r) => requestRow(r.id));
+            },
+            getRecord(kind, id) {
+              const subject = `${kind}:${id}`;
+              if (!declared.records.has(subject)) throw new Error(`the journal read record ${subject} it did not declare`);
+              return { id, text: records.get(subject), latest: latestLinks.get(subject) };
+            },
+            putRecord(record) {
+              records.set(`${record.kind}:${record.id}`, record.text);
+              dirtyRecords.set(`${record.kind}:${record.id}`, record);
             },
           };
           for (const op of batch) {
@@ -235,7 +268,8 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           // follow creation order.
           const e = [...dirtyEntries.values()];
           const r = [...dirtyRequests.values()];
-          if (audit.seqs.length + e.length + r.length > 0) {
+          const c = [...dirtyRecords.values()];
+          if (audit.seqs.length + e.length + r.length + c.length > 0) {
             await client.query(q.write, [
               audit.seqs,
               audit.payloads,
@@ -252,6 +286,9 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
               head.seq,
               head.mac,
               audit.subjects,
+              c.map((x) => x.kind),
+              c.map((x) => x.id),
+              c.map((x) => x.text),
             ]);
           }
           await client.query("COMMIT");
@@ -323,6 +360,9 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     listEntries: (filter) => read(q.listEntries, list(filter), (rows: RowResult[]) => rows.map(rowOf)),
     getRequest: (id) => read(q.getRequest, [id], (rows: RowResult[]) => rowOf(rows[0]!)),
     listRequests: (filter) => read(q.listRequests, list(filter), (rows: RowResult[]) => rows.map(rowOf)),
+    getRecord: (kind, id) => read(q.getRecord, [kind, id], (rows: RowResult[]) => rowOf(rows[0]!)),
+    listRecords: (kind) => read(q.listRecords, [kind], (rows: RowResult[]) => rows.map(rowOf)),
+    recordKinds: () => read(q.recordKinds, [], (rows: { kind: string }[]) => rows.map((r) => r.kind)),
     async close() {
       await drained;
       if (options.ownsPool) await pool.end();

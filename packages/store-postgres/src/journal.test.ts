@@ -230,7 +230,14 @@ describeWithPostgres("several workers on one schema", () => {
     await withWorkers(3, async (workers) => {
       const req = sampleRequest("race-grant");
       await workers[0]!.requestApproval(req);
-      await workers[1]!.decideApproval(req.id, { kind: "grant", approver: "human", tokenHash: sha256Hex("tok"), grantExpiresAt: at(600_000), at: at(1) });
+      await workers[1]!.decideApproval(req.id, {
+        kind: "grant",
+        approver: "human",
+        via: "owner",
+        tokenHash: sha256Hex("tok"),
+        grantExpiresAt: at(600_000),
+        at: at(1),
+      });
       const check = (i: number) => ({
         requestId: req.id,
         tokenHash: sha256Hex("tok"),

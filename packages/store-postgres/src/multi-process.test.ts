@@ -40,6 +40,7 @@ describeWithPostgres("worker processes on one schema", () => {
       await setup.decideApproval(req.id, {
         kind: "grant",
         approver: "human",
+        via: "owner",
         tokenHash: sha256Hex("tok"),
         grantExpiresAt: "2027-01-01T00:00:00.000Z",
         at: "2026-01-01T00:00:01.000Z",

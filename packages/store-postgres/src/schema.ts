@@ -43,6 +43,19 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
   ALTER TABLE ${s}.audit ADD COLUMN subject text;
   CREATE INDEX audit_subject ON ${s}.audit (subject, seq) WHERE subject IS NOT NULL;
   `,
+  // 3: sealed authority records (operators, credentials, clients, switches), sealed like the rows
+  // above; and the index a request joins open (pending or granted) requests by.
+  (s) => `
+  CREATE TABLE ${s}.records (
+    id bigserial PRIMARY KEY,
+    kind text NOT NULL,
+    record_id text NOT NULL,
+    record text NOT NULL,
+    UNIQUE (kind, record_id)
+  );
+  DROP INDEX ${s}.approvals_pending;
+  CREATE INDEX approvals_open ON ${s}.approvals (input_hash) WHERE status IN ('pending', 'granted');
+  `,
 ];
 
 /** The schema version this code writes and understands. */

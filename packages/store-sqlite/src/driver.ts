@@ -41,6 +41,7 @@ const rowOf = (r: RowResult): StoredRow => ({ id: r.id, text: r.text ?? undefine
 const latestOf = (subject: string): string => `LEFT JOIN audit a ON a.seq = (SELECT max(seq) FROM audit WHERE subject = ${subject})`;
 const ENTRY_ROW = `SELECT o.key AS id, o.entry AS text, a.seq AS seq, a.prev_mac AS prevMac FROM outbox o ${latestOf("'entry:' || o.key")}`;
 const REQUEST_ROW = `SELECT o.request_id AS id, o.request AS text, a.seq AS seq, a.prev_mac AS prevMac FROM approvals o ${latestOf("'request:' || o.request_id")}`;
+const RECORD_ROW = `SELECT o.record_id AS id, o.record AS text, a.seq AS seq, a.prev_mac AS prevMac FROM records o ${latestOf("o.kind || ':' || o.record_id")}`;
 // One row by key, whether or not it is stored: its latest link shows a deleted row.
 const ONE_ROW = (table: string, idColumn: string, textColumn: string, kind: string): string =>
   `SELECT k.id AS id, (SELECT ${textColumn} FROM ${table} WHERE ${idColumn} = k.id) AS text, a.seq AS seq, a.prev_mac AS prevMac
@@ -86,10 +87,19 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
       `INSERT INTO approvals (request_id, status, input_hash, request) VALUES (?, ?, ?, ?)
        ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, request = excluded.request`,
     ),
-    pending: db.prepare<[string], RowResult>(`${REQUEST_ROW} WHERE o.status = 'pending' AND o.input_hash = ? ORDER BY o.id`),
+    open: db.prepare<[string], RowResult>(`${REQUEST_ROW} WHERE o.status IN ('pending', 'granted') AND o.input_hash = ? ORDER BY o.id`),
     listRequests: db.prepare<[ListParams], RowResult>(
       `${REQUEST_ROW} WHERE @states IS NULL OR o.status IN (SELECT value FROM json_each(@states)) ORDER BY o.id LIMIT @limit`,
     ),
+    getRecord: db.prepare<[string, string], RowResult>(
+      `SELECT k.id AS id, (SELECT record FROM records WHERE kind = k.kind AND record_id = k.id) AS text, a.seq AS seq, a.prev_mac AS prevMac
+       FROM (SELECT ? AS kind, ? AS id) k ${latestOf("k.kind || ':' || k.id")}`,
+    ),
+    putRecord: db.prepare(
+      `INSERT INTO records (kind, record_id, record) VALUES (?, ?, ?) ON CONFLICT (kind, record_id) DO UPDATE SET record = excluded.record`,
+    ),
+    listRecords: db.prepare<[string], RowResult>(`${RECORD_ROW} WHERE o.kind = ? ORDER BY o.id`),
+    recordKinds: db.prepare<[], string>("SELECT DISTINCT kind FROM records ORDER BY kind").pluck(),
   };
   const readHead = (): AuditHead => sql.head.get() ?? { seq: 0, mac: GENESIS_MAC };
 
@@ -106,7 +116,9 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
     claimable: (c) => sql.claimable.all(JSON.stringify(c.states), c.updatedBeforeMs, c.limit).map(rowOf),
     getRequest: (id) => rowOf(sql.getRequest.get(id)!),
     putRequest: (r) => void sql.putRequest.run(r.id, r.status, r.inputHash, r.text),
-    pendingRequests: (inputHash) => sql.pending.all(inputHash).map(rowOf),
+    openRequests: (inputHash) => sql.open.all(inputHash).map(rowOf),
+    getRecord: (kind, id) => rowOf(sql.getRecord.get(kind, id)!),
+    putRecord: (r) => void sql.putRecord.run(r.kind, r.id, r.text),
   };
 
   let queue: QueuedOp[] = [];
@@ -207,6 +219,9 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
     listEntries: (filter) => read(() => sql.listEntries.all(list(filter)).map(rowOf)),
     getRequest: (id) => read(() => tx.getRequest(id)),
     listRequests: (filter) => read(() => sql.listRequests.all(list(filter)).map(rowOf)),
+    getRecord: (kind, id) => read(() => tx.getRecord(kind, id)),
+    listRecords: (kind) => read(() => sql.listRecords.all(kind).map(rowOf)),
+    recordKinds: () => read(() => sql.recordKinds.all()),
     async close() {
       flush();
       db.close();

@@ -76,7 +76,7 @@ describe("sealed rows in the file", () => {
     await journal.requestApproval(sampleRequest("r1"));
     const raw = rawRows(path);
     const pending = (await raw.request("r1"))!;
-    await journal.decideApproval("r1", { kind: "grant", approver: "human", tokenHash: "a".repeat(64), grantExpiresAt: at(600_000), at: at(500) });
+    await journal.decideApproval("r1", { kind: "grant", approver: "human", via: "owner", tokenHash: "a".repeat(64), grantExpiresAt: at(600_000), at: at(500) });
     await raw.putRequest({ id: "r1", status: "pending", inputHash: sampleRequest("r1").inputHash, text: pending });
     await expect(journal.getApproval("r1")).rejects.toSatisfy((e) => ToolError.is(e, "journal_tampered"));
     const db = new Database(path);
@@ -245,7 +245,7 @@ describe("sqlite journal on disk", () => {
       journal.append({ type: "test.a", at: at(), data: {} }),
       journal.beginIntent(intent),
       journal.settleIntent("missing", { state: "failed", boundary: "effect_failed", intentHash: intent.intentHash, invocationId: "x", at: at() }),
-      journal.decideApproval("missing", { kind: "deny", approver: "h", reason: "r", at: at() }),
+      journal.decideApproval("missing", { kind: "deny", approver: "h", via: "owner", reason: "r", at: at() }),
       journal.append({ type: "test.b", at: at(), data: {} }),
     ]);
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "rejected", "fulfilled"]);
@@ -296,7 +296,7 @@ describe("sqlite journal on disk", () => {
       createdAt: at(),
       expiresAt: at(10),
     });
-    await expect(journal.decideApproval("r1", { kind: "deny", approver: "h", reason: "r", at: at(10) })).rejects.toSatisfy((e) =>
+    await expect(journal.decideApproval("r1", { kind: "deny", approver: "h", via: "owner", reason: "r", at: at(10) })).rejects.toSatisfy((e) =>
       ToolError.is(e, "approval_expired"),
     );
     expect((await journal.getApproval("r1"))?.status).toBe("expired");

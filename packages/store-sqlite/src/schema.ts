@@ -37,6 +37,19 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE audit ADD COLUMN subject TEXT;
   CREATE INDEX audit_subject ON audit (subject, seq) WHERE subject IS NOT NULL;
   `,
+  // 3: sealed authority records (operators, credentials, clients, switches), sealed like the rows
+  // above; and the index a request joins open (pending or granted) requests by.
+  `
+  CREATE TABLE records (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    record_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    UNIQUE (kind, record_id)
+  ) STRICT;
+  DROP INDEX approvals_pending;
+  CREATE INDEX approvals_open ON approvals (input_hash) WHERE status IN ('pending', 'granted');
+  `,
 ];
 
 /** The schema version this code writes and understands. */

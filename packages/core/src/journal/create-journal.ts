@@ -9,7 +9,7 @@ import {
   expiredEvent,
   decidedRequest,
   intentEvent,
-  joinsPendingRequest,
+  joinsOpenRequest,
   requestedEvent,
   settledEntry,
   settledEvent,
@@ -18,8 +18,19 @@ import {
 import { checkGrant } from "./grant-check.js";
 import { isSideEffectful } from "../manifest.js";
 import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
-import { openEntry, openRequest, sealEntry, sealRequest, subjectOf, tampered, type RowKind } from "./sealed-rows.js";
-import type { ApprovalRequest, AuditEventInput, BeginIntentResult, GrantCheck, GrantOutcome, Journal, JournalReceipt, OutboxEntry } from "./types.js";
+import { openEntry, openRecord, openRequest, sealEntry, sealRecord, sealRequest, subjectOf, tampered } from "./sealed-rows.js";
+import {
+  RECORD_KIND,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type AuditEventInput,
+  type BeginIntentResult,
+  type GrantCheck,
+  type GrantOutcome,
+  type Journal,
+  type JournalReceipt,
+  type OutboxEntry,
+} from "./types.js";
 
 export interface CreateJournalOptions {
   /** HMAC key for the audit chain and the rows' seals. Every handle on the same store must use the same one. */
@@ -179,9 +190,9 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     },
 
     requestApproval: (input) =>
-      write({ requests: [input.id], pending: [input.inputHash] }, (tx) => {
-        for (const r of tx.pendingRequests(input.inputHash).map((row) => openRequest(auditKey, row)!)) {
-          if (joinsPendingRequest(r, input))
+      write({ requests: [input.id], open: [input.inputHash] }, (tx) => {
+        for (const r of tx.openRequests(input.inputHash).map((row) => openRequest(auditKey, row)!)) {
+          if (joinsOpenRequest(r, input))
             return { request: r, created: false, receipt: append(tx, requestedEvent(r, input.invocationId, false, input.createdAt)) };
         }
         if (requestOf(tx, input.id) !== undefined) throw new ToolError("journal_failed", `an approval request with id ${input.id} already exists`);
@@ -200,12 +211,13 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
         const request = requestOf(tx, id);
         if (!request) throw new ToolError("approval_unknown", `no approval request ${id}`);
         if (request.status !== "pending") throw new ToolError("approval_consumed", `approval request ${id} was already ${request.status}`);
+        refuseDecision(id, request, decision);
         if (Date.parse(request.expiresAt) <= Date.parse(decision.at)) {
           putRequest(tx, { ...request, status: "expired" }, expiredEvent(request, decision.at));
           return new CommittedRefusal(new ToolError("approval_expired", `approval request ${id} expired at ${request.expiresAt}`));
         }
         const decided = decidedRequest(request, decision);
-        return { request: decided, receipt: putRequest(tx, decided, decidedEvent(request, id, decision)) };
+        return { request: decided, receipt: putRequest(tx, decided, decidedEvent(request, decided, decision)) };
       }),
     consumeGrant: (check, event) =>
       write({ requests: [check.requestId] }, (tx) => {
@@ -213,6 +225,34 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
         if (outcome.status === "consumed") append(tx, event);
         return outcome;
       }),
+
+    getRecord: (kind, id) =>
+      read(async () => {
+        const bad = badRecordRef(kind, id);
+        if (bad) throw bad;
+        return openRecord(auditKey, kind, await driver.getRecord(kind, id))?.value;
+      }),
+    listRecords: (kind) =>
+      read(async () => {
+        const bad = badRecordRef(kind, "-");
+        if (bad) throw bad;
+        return (await driver.listRecords(kind)).map((row) => {
+          const { id, value } = openRecord(auditKey, kind, row)!;
+          return { id, value };
+        });
+      }),
+    updateRecord: (kind, id, fn) => {
+      const bad = badRecordRef(kind, id);
+      if (bad) return Promise.reject(bad);
+      return write({ records: [{ kind, id }] }, (tx) => {
+        const current = openRecord(auditKey, kind, tx.getRecord(kind, id));
+        const { value, event, result } = fn(current?.value);
+        if (JSON.stringify(value) === undefined) throw new ToolError("journal_failed", `the new value of ${kind} record ${id} is not JSON`);
+        const head = tx.head();
+        tx.putRecord(sealRecord(auditKey, kind, id, value, { seq: head.seq + 1, prevMac: head.mac }));
+        return { result, receipt: append(tx, { ...event, subject: subjectOf(kind, id) }) };
+      });
+    },
 
     async close() {
       if (closed) return;
@@ -233,8 +273,29 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   return journal;
 }
 
+/** A record's kind and id as every store takes them; the journal's own kinds are not records. */
+function badRecordRef(kind: string, id: string): ToolError | undefined {
+  if (typeof kind !== "string" || !RECORD_KIND.test(kind) || kind === "entry" || kind === "request")
+    return new ToolError("config_invalid", `a record kind is lowercase letters and dashes (1-32), not entry or request: ${String(kind).slice(0, 40)}`);
+  if (typeof id !== "string" || id.length === 0 || id.length > 256) return new ToolError("config_invalid", `a ${kind} record's id is 1-256 characters`);
+  return undefined;
+}
+
+/**
+ * Refuse a decision before anything is written: it must name the approver and how they were
+ * authenticated, and a request needing two approvers needs two different ones.
+ */
+function refuseDecision(id: string, request: ApprovalRequest, decision: ApprovalDecision): void {
+  if (typeof decision.approver !== "string" || decision.approver === "" || typeof decision.via !== "string" || decision.via === "") {
+    throw new ToolError("approval_invalid", `a decision on approval request ${id} must name its approver and how they were authenticated`);
+  }
+  if (decision.kind === "grant" && request.approvals?.some((a) => a.by === decision.approver)) {
+    throw new ToolError("approval_invalid", `approval request ${id} needs a second, different approver: ${decision.approver} already granted it`);
+  }
+}
+
 /** A listed row whose sealed state is not one the list was filtered by: its unsealed state column was edited. */
-function listed<T, S extends string>(kind: RowKind, id: string, value: T, stateOf: (value: T) => S, states: readonly S[] | undefined): T {
+function listed<T, S extends string>(kind: "entry" | "request", id: string, value: T, stateOf: (value: T) => S, states: readonly S[] | undefined): T {
   if (states === undefined || states.includes(stateOf(value))) return value;
   throw tampered(kind, id, "index", `is listed by its state column but its sealed state is ${stateOf(value)}`);
 }

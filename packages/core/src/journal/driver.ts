@@ -4,7 +4,8 @@ import type { ApprovalStatus, OutboxState } from "./types.js";
 /**
  * What a store implements to become a journal: storage, not rules. `createJournal(driver)` holds
  * every rule (idempotency, retakes, grants, approvals, recovery claims) and seals the audit chain;
- * a driver keeps the chain's links, the outbox entries and the approval requests as text, and runs
+ * a driver keeps the chain's links, the outbox entries, the approval requests and the sealed
+ * records (authority state) as text, and runs
  * a transaction atomically. Memory, SQLite and PostgreSQL are drivers; each passes
  * `describeJournal()` from `@toolgate/core/testing` through `createJournal`.
  *
@@ -44,6 +45,12 @@ export interface JournalDriver {
   getRequest(id: string): Promise<StoredRow>;
   /** Requests (all, or in one of `statuses`) in the order they were first written. */
   listRequests(filter: ListFilter<ApprovalStatus>): Promise<readonly StoredRow[]>;
+  /** A sealed record with its subject's latest event (`<kind>:<id>`); `text` undefined when there is no row. */
+  getRecord(kind: string, id: string): Promise<StoredRow>;
+  /** Every record of `kind` in the order first written (`id` is the record's id). */
+  listRecords(kind: string): Promise<readonly StoredRow[]>;
+  /** Every kind with at least one record stored (for verifying the whole journal). */
+  recordKinds(): Promise<readonly string[]>;
 
   /** Finish what was started, then release files, connections and pools. Called once. */
   close(): Promise<void>;
@@ -74,8 +81,11 @@ export interface JournalTransaction {
   getRequest(id: string): StoredRow;
   /** Insert or replace the request with this id; a replaced request keeps its place in list order. */
   putRequest(request: StoredRequest): void;
-  /** Requests with status `pending` and this input hash, in list order. */
-  pendingRequests(inputHash: string): readonly StoredRow[];
+  /** Requests with status `pending` or `granted` and this input hash, in list order. */
+  openRequests(inputHash: string): readonly StoredRow[];
+  getRecord(kind: string, id: string): StoredRow;
+  /** Insert or replace the record with this kind and id; a replaced record keeps its place in list order. */
+  putRecord(record: StoredRecord): void;
 }
 
 /**
@@ -102,8 +112,10 @@ export interface TransactionReads {
   readonly entries?: readonly string[];
   /** Request ids passed to `getRequest`. */
   readonly requests?: readonly string[];
-  /** Input hashes passed to `pendingRequests`. */
-  readonly pending?: readonly string[];
+  /** Input hashes passed to `openRequests`. */
+  readonly open?: readonly string[];
+  /** Records passed to `getRecord`. A driver shared by several writers holds these rows until commit. */
+  readonly records?: readonly RecordRef[];
   /** The claim passed to `claimable`. */
   readonly claim?: OutboxClaim;
 }
@@ -130,6 +142,18 @@ export interface StoredRequest {
   readonly status: ApprovalStatus;
   readonly inputHash: string;
   readonly text: string;
+}
+
+/** A sealed authority record as stored: its kind, id and JSON text. */
+export interface StoredRecord {
+  readonly kind: string;
+  readonly id: string;
+  readonly text: string;
+}
+
+export interface RecordRef {
+  readonly kind: string;
+  readonly id: string;
 }
 
 export interface AuditHead {

@@ -81,7 +81,7 @@ export function claimedEvent(entry: OutboxEntry, claimant: string, attempt: numb
   };
 }
 
-export function decidedEvent(request: ApprovalRequest, id: string, decision: ApprovalDecision): AuditEventInput {
+export function decidedEvent(request: ApprovalRequest, decided: ApprovalRequest, decision: ApprovalDecision): AuditEventInput {
   return {
     type: decision.kind === "grant" ? "approval.granted" : "approval.denied",
     at: decision.at,
@@ -90,9 +90,14 @@ export function decidedEvent(request: ApprovalRequest, id: string, decision: App
     principal: request.principal,
     tenant: request.tenant,
     data: {
-      requestId: id,
+      requestId: request.id,
       approver: decision.approver,
-      ...(decision.kind === "grant" ? { grantExpiresAt: decision.grantExpiresAt } : { reason: decision.reason }),
+      via: decision.via,
+      ...(decision.kind === "deny"
+        ? { reason: decision.reason }
+        : decided.status === "granted"
+          ? { grantExpiresAt: decision.grantExpiresAt, complete: true, approvals: decided.approvals?.length ?? 1 }
+          : { complete: false, approvals: decided.approvals?.length ?? 0, approvalsNeeded: request.approvalsNeeded ?? 1 }),
     },
   };
 }
@@ -134,30 +139,37 @@ export function settledEntry(entry: OutboxEntry, s: Settlement): OutboxEntry {
   };
 }
 
+/**
+ * A pending request after a decision. A grant appends the approver; the request is granted once
+ * it has as many distinct approvers as it needs, and stays pending (without a token) before that.
+ */
 export function decidedRequest(request: ApprovalRequest, decision: ApprovalDecision): ApprovalRequest {
-  return decision.kind === "grant"
-    ? {
-        ...request,
-        status: "granted",
-        decidedBy: decision.approver,
-        decidedAt: decision.at,
-        grantTokenHash: decision.tokenHash,
-        grantExpiresAt: decision.grantExpiresAt,
-      }
-    : { ...request, status: "denied", decidedBy: decision.approver, decidedAt: decision.at, reason: decision.reason };
+  const decided = { decidedBy: decision.approver, decidedVia: decision.via, decidedAt: decision.at };
+  if (decision.kind === "deny") return { ...request, status: "denied", ...decided, reason: decision.reason };
+  const approvals = [...(request.approvals ?? []), { by: decision.approver, via: decision.via, at: decision.at }];
+  if (approvals.length < (request.approvalsNeeded ?? 1)) return { ...request, approvals };
+  return { ...request, status: "granted", approvals, ...decided, grantTokenHash: decision.tokenHash, grantExpiresAt: decision.grantExpiresAt };
 }
 
-/** Whether a pending request can be joined by `input` (the same call asked again). */
-export function joinsPendingRequest(r: ApprovalRequest, input: ApprovalRequestInput): boolean {
+/**
+ * Whether `input` (the same call asked again) joins request `r`: the same kind and whole binding,
+ * needing no fewer approvers, and still open (pending and unexpired, or granted with an unexpired
+ * grant, so a retry after the human's approval finds it).
+ */
+export function joinsOpenRequest(r: ApprovalRequest, input: ApprovalRequestInput): boolean {
+  const now = Date.parse(input.createdAt);
+  const open =
+    (r.status === "pending" && Date.parse(r.expiresAt) > now) ||
+    (r.status === "granted" && r.grantExpiresAt !== undefined && Date.parse(r.grantExpiresAt) > now);
   return (
-    r.status === "pending" &&
+    open &&
     r.kind === input.kind &&
     r.toolId === input.toolId &&
     r.inputHash === input.inputHash &&
     r.principal === input.principal &&
     r.tenant === input.tenant &&
     r.previewHash === input.previewHash &&
-    Date.parse(r.expiresAt) > Date.parse(input.createdAt)
+    (r.approvalsNeeded ?? 1) >= (input.approvalsNeeded ?? 1)
   );
 }
 

@@ -7,6 +7,10 @@ const BINDING_FIELDS = ["toolId", "inputHash", "principal", "tenant", "previewHa
  * Decide whether `check` may consume `request`'s grant. Pure: stores call it inside their own
  * transaction, then mark the request consumed only on `ok`. A mismatch changes nothing, so the
  * grant stays usable for the call it was made for.
+ *
+ * A check by binding carries no token: the request's whole binding (every field a non-empty
+ * string on both sides) must equal the check's, and the request must be granted, unexpired and
+ * unconsumed. A check that is not by binding must carry the token.
  */
 export function checkGrant(
   request: ApprovalRequest | undefined,
@@ -17,13 +21,17 @@ export function checkGrant(
   if (request.status === "denied") return { status: "denied" };
   if (request.status !== "granted" || !request.grantTokenHash || !request.grantExpiresAt) return { status: "not_granted" };
   const mismatched: (keyof ApprovalBinding | "token")[] = [];
-  if (!sameHex(request.grantTokenHash, check.tokenHash)) mismatched.push("token");
-  for (const field of BINDING_FIELDS) if (request[field] !== check.binding[field]) mismatched.push(field);
+  if (check.byBinding !== true && (typeof check.tokenHash !== "string" || !sameHex(request.grantTokenHash, check.tokenHash))) mismatched.push("token");
+  const whole = check.byBinding === true;
+  for (const field of BINDING_FIELDS) if (!sameField(request[field], check.binding?.[field], whole)) mismatched.push(field);
   if (mismatched.length > 0) return { status: "mismatch", mismatched };
-  if (Date.parse(request.grantExpiresAt) <= Date.parse(check.at)) return { status: "expired" };
+  // Not "<=": a time that does not parse is expired, never forever valid.
+  if (!(Date.parse(request.grantExpiresAt) > Date.parse(check.at))) return { status: "expired" };
   return { ok: true };
 }
 
 function sameHex(a: string, b: string): boolean {
   return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 }
+
+const sameField = (a: unknown, b: unknown, whole: boolean): boolean => typeof a === "string" && a === b && (!whole || a !== "");

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { AuditKey } from "./audit-chain.js";
 import { createJournal } from "./create-journal.js";
-import type { JournalDriver, JournalTransaction, RowEvent, StoredEntry, StoredRequest, StoredRow } from "./driver.js";
+import type { JournalDriver, JournalTransaction, RowEvent, StoredEntry, StoredRecord, StoredRequest, StoredRow } from "./driver.js";
 import { GENESIS_MAC, type Journal } from "./types.js";
 
 export interface MemoryJournalOptions {
@@ -32,6 +32,8 @@ export interface MemoryDriver extends JournalDriver {
   readonly tables: {
     readonly entries: Map<string, StoredEntry>;
     readonly requests: Map<string, StoredRequest>;
+    /** Sealed records by subject (`<kind>:<id>`). */
+    readonly records: Map<string, StoredRecord>;
     /** The subject index: each row's latest link. */
     readonly latest: Map<string, RowEvent>;
   };
@@ -43,6 +45,7 @@ export function memoryDriver(): MemoryDriver {
   const subjects: (string | undefined)[] = [];
   const entries = new Map<string, StoredEntry>();
   const requests = new Map<string, StoredRequest>();
+  const records = new Map<string, StoredRecord>();
   // Each subject's latest link (the audit table's subject index).
   const latest = new Map<string, RowEvent>();
   // Undo for the rows a failed transaction wrote; audit links are undone by truncating to the mark.
@@ -56,6 +59,8 @@ export function memoryDriver(): MemoryDriver {
   const head = () => (macs.length === 0 ? { seq: 0, mac: GENESIS_MAC } : { seq: macs.length, mac: macs[macs.length - 1]! });
   const entryRow = (key: string, text = entries.get(key)?.text): StoredRow => ({ id: key, text, latest: latest.get(`entry:${key}`) });
   const requestRow = (id: string, text = requests.get(id)?.text): StoredRow => ({ id, text, latest: latest.get(`request:${id}`) });
+  const recordRow = (kind: string, id: string, text = records.get(`${kind}:${id}`)?.text): StoredRow => ({ id, text, latest: latest.get(`${kind}:${id}`) });
+  const recordsOf = (kind: string): StoredRow[] => [...records.values()].filter((r) => r.kind === kind).map((r) => recordRow(kind, r.id, r.text));
   const list = <T extends { readonly text: string }>(rows: Map<string, T>, keep: (row: T) => boolean, limit = Infinity): StoredRow[] => {
     const out: StoredRow[] = [];
     const row = rows === (entries as Map<string, unknown>) ? entryRow : requestRow;
@@ -79,12 +84,14 @@ export function memoryDriver(): MemoryDriver {
     claimable: (claim) => list(entries, (e) => claim.states.includes(e.state) && e.updatedMs < claim.updatedBeforeMs, claim.limit),
     getRequest: (id) => requestRow(id),
     putRequest: (request) => put(requests, request.id, request),
-    pendingRequests: (inputHash) => list(requests, (r) => r.status === "pending" && r.inputHash === inputHash),
+    openRequests: (inputHash) => list(requests, (r) => (r.status === "pending" || r.status === "granted") && r.inputHash === inputHash),
+    getRecord: (kind, id) => recordRow(kind, id),
+    putRecord: (record) => put(records, `${record.kind}:${record.id}`, record),
   };
 
   return {
     kind: "memory",
-    tables: { entries, requests, latest },
+    tables: { entries, requests, records, latest },
     async transaction(_reads, fn) {
       const mark = macs.length;
       undo.length = 0;
@@ -110,6 +117,9 @@ export function memoryDriver(): MemoryDriver {
     listEntries: async ({ states, limit }) => list(entries, (e) => !states || states.includes(e.state), limit),
     getRequest: async (id) => requestRow(id),
     listRequests: async ({ states, limit }) => list(requests, (r) => !states || states.includes(r.status), limit),
+    getRecord: async (kind, id) => recordRow(kind, id),
+    listRecords: async (kind) => recordsOf(kind),
+    recordKinds: async () => [...new Set([...records.values()].map((r) => r.kind))],
     close: async () => undefined,
   };
 }

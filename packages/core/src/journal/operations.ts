@@ -1,7 +1,7 @@
 import { ToolError } from "../errors.js";
 import { unsealAuditEvent, verifyAuditChain, type AuditChainVerdict, type AuditKey } from "./audit-chain.js";
 import type { JournalDriver, JournalTransaction, RowEvent, StoredRow, TransactionReads } from "./driver.js";
-import { openEntry, openRequest, subjectOf, withoutBody, type RowKind, type RowProblem } from "./sealed-rows.js";
+import { openEntry, openRecord, openRequest, subjectOf, withoutBody, type RowKind, type RowProblem } from "./sealed-rows.js";
 import { GENESIS_MAC, type AuditEventInput, type Journal, type JournalReceipt } from "./types.js";
 
 /** Where `createJournal` hangs its operator work on the journal it returns. */
@@ -9,9 +9,9 @@ export const JOURNAL_OPERATIONS: unique symbol = Symbol.for("@toolgate/core.jour
 
 /** One row (or audit link) that fails verification. */
 export interface JournalRowProblem {
-  /** `entry` (outbox), `request` (approval) or `audit` (a link's subject column). */
+  /** `entry` (outbox), `request` (approval), `record` (authority state) or `audit` (a link's subject column). */
   readonly kind: RowKind | "audit";
-  /** The entry's key, the request's id, or the link's seq. */
+  /** The entry's key, the request's id, the record's `<kind>:<id>`, or the link's seq. */
   readonly id: string;
   /** See `RowProblem`; for `audit`, `index`: the link's subject column disagrees with its MACed payload. */
   readonly problem: RowProblem;
@@ -25,6 +25,8 @@ export interface JournalRowsVerdict {
   readonly chain: AuditChainVerdict;
   readonly entries: number;
   readonly requests: number;
+  /** Sealed authority records checked. */
+  readonly records: number;
   readonly problems: readonly JournalRowProblem[];
 }
 
@@ -88,19 +90,23 @@ export function journalOperations({ driver, auditKey, write, read, append }: Eng
         chain ??= { ok: true, count: head.seq, head };
 
         const seen = new Set<string>();
-        const check = (kind: RowKind, rows: readonly StoredRow[]): void => {
+        const check = (kind: string, rows: readonly StoredRow[]): void => {
           for (const row of rows) {
             const subject = subjectOf(kind, row.id);
+            const problemKind: RowKind = kind === "entry" || kind === "request" ? kind : "record";
+            const problemId = problemKind === "record" ? subject : row.id;
             seen.add(subject);
             const chained = latest.get(subject);
             if (row.latest?.seq !== chained?.seq || row.latest?.prevMac !== chained?.prevMac) {
-              problems.push({ kind, id: row.id, problem: "index", detail: "the audit table's subject column disagrees with the MACed chain" });
+              problems.push({ kind: problemKind, id: problemId, problem: "index", detail: "the audit table's subject column disagrees with the MACed chain" });
             }
             try {
-              (kind === "entry" ? openEntry : openRequest)(auditKey, row, chained);
+              if (kind === "entry") openEntry(auditKey, row, chained);
+              else if (kind === "request") openRequest(auditKey, row, chained);
+              else openRecord(auditKey, kind, row, chained);
             } catch (error) {
               if (!ToolError.is(error, "journal_tampered")) throw error;
-              problems.push({ kind, id: row.id, problem: error.details!["problem"] as RowProblem, detail: error.message });
+              problems.push({ kind: problemKind, id: problemId, problem: error.details!["problem"] as RowProblem, detail: error.message });
             }
           }
         };
@@ -108,12 +114,30 @@ export function journalOperations({ driver, auditKey, write, read, append }: Eng
         check("entry", entries);
         const requests = await driver.listRequests({ states: undefined, limit: undefined });
         check("request", requests);
+        // Every kind stored, and every kind the chain names (a kind whose rows are all gone).
+        const kinds = new Set(await driver.recordKinds());
+        for (const subject of latest.keys()) {
+          const kind = subject.slice(0, subject.indexOf(":"));
+          if (kind !== "entry" && kind !== "request") kinds.add(kind);
+        }
+        let records = 0;
+        for (const kind of kinds) {
+          const rows = await driver.listRecords(kind);
+          check(kind, rows);
+          records += rows.length;
+        }
         for (const [subject, event] of latest) {
           if (seen.has(subject)) continue;
-          const [kind, ...rest] = subject.split(":");
-          problems.push({ kind: kind as RowKind, id: rest.join(":"), problem: "missing", detail: `audit event ${event.seq} recorded it; the row is gone` });
+          const kind = subject.slice(0, subject.indexOf(":"));
+          const own = kind === "entry" || kind === "request";
+          problems.push({
+            kind: own ? kind : "record",
+            id: own ? subject.slice(kind.length + 1) : subject,
+            problem: "missing",
+            detail: `audit event ${event.seq} recorded it; the row is gone`,
+          });
         }
-        return { ok: chain.ok && problems.length === 0, chain, entries: entries.length, requests: requests.length, problems };
+        return { ok: chain.ok && problems.length === 0, chain, entries: entries.length, requests: requests.length, records, problems };
       }),
 
     async prune({ before, at }) {
@@ -160,7 +184,7 @@ function operationsOf(journal: Journal, what: string): Operations {
 /**
  * Full verification for operators: walk the audit chain from genesis (recomputing every MAC and
  * reading each link's subject from the MACed payload, not from the index column), then every
- * outbox entry and approval request, and report rows whose seal fails, rows sealed to an event
+ * outbox entry, approval request and sealed record, and report rows whose seal fails, rows sealed to an event
  * that is not their subject's latest, rows no event recorded, rows an event recorded that are
  * gone, and subject columns that disagree with the chain. Reads the whole journal.
  */

@@ -1,7 +1,7 @@
 import { hashCanonical } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import { equalHex, macText, type AuditKey } from "./audit-chain.js";
-import type { RowEvent, StoredEntry, StoredRequest, StoredRow } from "./driver.js";
+import type { RowEvent, StoredEntry, StoredRecord, StoredRequest, StoredRow } from "./driver.js";
 import { decodeEntry, decodeRequest } from "./records.js";
 import type { ApprovalRequest, OutboxEntry } from "./types.js";
 
@@ -20,11 +20,19 @@ import type { ApprovalRequest, OutboxEntry } from "./types.js";
 
 const DOMAIN = "toolgate.journal-row.v1";
 
-export type RowKind = "entry" | "request";
+/** `record`: a sealed authority record (its id in problems and errors is `<kind>:<id>`). */
+export type RowKind = "entry" | "request" | "record";
 
-export const subjectOf = (kind: RowKind, id: string): string => `${kind}:${id}`;
+/**
+ * What a seal names: an entry, a request, or a record of a kind (`record:<kind>`, so no record
+ * is ever taken for an entry or a request, whatever its kind is called).
+ */
+type SealKind = "entry" | "request" | `record:${string}`;
 
-function rowMac(key: AuditKey, kind: RowKind, id: string, event: RowEvent, content: string): string {
+/** A row's subject: `entry:<key>`, `request:<id>`, or `<kind>:<id>` for a record. */
+export const subjectOf = (kind: string, id: string): string => `${kind}:${id}`;
+
+function rowMac(key: AuditKey, kind: SealKind, id: string, event: RowEvent, content: string): string {
   return macText(key, `${DOMAIN}\n${kind}\n${id.length}:${id}\n${event.seq}\n${event.prevMac}\n${content}`);
 }
 
@@ -66,10 +74,12 @@ export function withoutBody(text: string): string | undefined {
  */
 export type RowProblem = "seal" | "restated" | "no_event" | "missing" | "schema" | "moved" | "index";
 
-export function tampered(kind: RowKind, id: string, problem: RowProblem, what: string): ToolError {
-  return new ToolError("journal_tampered", `the stored ${kind === "entry" ? "outbox entry" : "approval request"} ${id} ${what}; it was not used`, {
+export function tampered(kind: SealKind, id: string, problem: RowProblem, what: string): ToolError {
+  const record = kind.startsWith("record:") ? kind.slice("record:".length) : undefined;
+  const name = record !== undefined ? `${record} record` : kind === "entry" ? "outbox entry" : "approval request";
+  return new ToolError("journal_tampered", `the stored ${name} ${id} ${what}; it was not used`, {
     boundary: "pre_effect_refusal",
-    details: { kind, id, problem },
+    details: record !== undefined ? { kind: "record", id: subjectOf(record, id), problem } : { kind, id, problem },
   });
 }
 
@@ -79,7 +89,7 @@ interface Opened {
 }
 
 /** Check a row's seal against its subject's latest event; throws `journal_tampered` when it fails. */
-function openRow(key: AuditKey, kind: RowKind, row: StoredRow & { readonly text: string }, latest: RowEvent | undefined): Opened {
+function openRow(key: AuditKey, kind: SealKind, row: StoredRow & { readonly text: string }, latest: RowEvent | undefined): Opened {
   let parsed: unknown;
   try {
     parsed = JSON.parse(row.text);
@@ -98,14 +108,14 @@ function openRow(key: AuditKey, kind: RowKind, row: StoredRow & { readonly text:
   return { row: content, envelope: parsed as Opened["envelope"] };
 }
 
-function stored(kind: RowKind, row: StoredRow): row is StoredRow & { readonly text: string } {
+function stored(kind: SealKind, row: StoredRow): row is StoredRow & { readonly text: string } {
   if (row.text !== undefined) return true;
   if (row.latest) throw tampered(kind, row.id, "missing", `is missing, though audit event ${row.latest.seq} recorded it (deleted outside the journal)`);
   return false;
 }
 
 /** Verify a row and decode what it seals; undefined when there is no row and no event. */
-function openDecoded<T>(key: AuditKey, kind: RowKind, row: StoredRow, latest: RowEvent | undefined, decode: (row: unknown) => T, idOf: (value: T) => string) {
+function openDecoded<T>(key: AuditKey, kind: SealKind, row: StoredRow, latest: RowEvent | undefined, decode: (row: unknown) => T, idOf: (value: T) => string) {
   if (!stored(kind, latest === row.latest ? row : { ...row, latest })) return undefined;
   const opened = openRow(key, kind, row as StoredRow & { readonly text: string }, latest);
   let value: T;
@@ -135,4 +145,25 @@ export function openEntry(key: AuditKey, row: StoredRow, latest = row.latest): O
 
 export function openRequest(key: AuditKey, row: StoredRow, latest = row.latest): ApprovalRequest | undefined {
   return openDecoded(key, "request", row, latest, decodeRequest, (r) => r.id)?.value;
+}
+
+/** Seal a record's value as the event at `event` records it. `value` must be JSON. */
+export function sealRecord(key: AuditKey, kind: string, id: string, value: unknown, event: RowEvent): StoredRecord {
+  const content = JSON.stringify({ kind, id, value });
+  const text = envelope(event, rowMac(key, `record:${kind}`, id, event, content), content, "");
+  return { kind, id, text };
+}
+
+function decodeRecord(kind: string) {
+  return (row: unknown): { readonly id: string; readonly value: unknown } => {
+    const { kind: sealedKind, id, value } = row as { kind?: unknown; id?: unknown; value?: unknown };
+    if (typeof id !== "string" || !("value" in (row as object))) throw new Error("a record is {kind, id, value}");
+    // A record of another kind copied here is stored under another subject: "moved", like an id.
+    return { id: sealedKind === kind ? id : `${String(sealedKind)}:${id}`, value };
+  };
+}
+
+/** Verify a record and return what it seals; undefined when there is no row and no event. */
+export function openRecord(key: AuditKey, kind: string, row: StoredRow, latest = row.latest): { readonly id: string; readonly value: unknown } | undefined {
+  return openDecoded(key, `record:${kind}`, row, latest, decodeRecord(kind), (r) => r.id)?.value;
 }

@@ -41,8 +41,9 @@ export interface Journal {
 
   // ---- approvals ----
   /**
-   * Persist a request, or return the pending one with the same binding (the same call asked twice
-   * waits on one human decision).
+   * Persist a request, or return the open one with the same binding: pending, or granted with an
+   * unexpired grant (the same call asked twice waits on one human decision, and a retry after the
+   * human's approval finds the grant).
    */
   requestApproval(request: ApprovalRequestInput): Promise<{ readonly request: ApprovalRequest; readonly created: boolean; readonly receipt: JournalReceipt }>;
   getApproval(requestId: string): Promise<ApprovalRequest | undefined>;
@@ -52,11 +53,42 @@ export interface Journal {
   /** Consume a grant outside an intent (releasing held output). Same checks as in beginIntent. */
   consumeGrant(grant: GrantCheck, audit: AuditEventInput): Promise<GrantOutcome>;
 
+  // ---- sealed records (authority state: operators, credentials, clients, switches) ----
+  /**
+   * A sealed record, opened (its seal checked against its latest audit event); undefined when
+   * there is none. `kind` matches {@link RECORD_KIND}; a row failing its seal is `journal_tampered`.
+   */
+  getRecord(kind: string, id: string): Promise<unknown | undefined>;
+  /** Every record of a kind, in the order first written, each opened like `getRecord`. */
+  listRecords(kind: string): Promise<readonly { readonly id: string; readonly value: unknown }[]>;
+  /**
+   * Read-modify-write one record atomically with the audit event that records it (subject
+   * `<kind>:<id>`). `fn` runs synchronously inside the write transaction with the current value
+   * (undefined when none); it returns the new value (any JSON) and the event, or throws a
+   * `ToolError` to refuse (nothing written). Concurrent updates of one record, from any handle on
+   * the same store, run one after the other, each seeing the one before (compare-and-set).
+   */
+  updateRecord<T>(
+    kind: string,
+    id: string,
+    fn: (current: unknown | undefined) => RecordUpdate<T>,
+  ): Promise<{ readonly result: T; readonly receipt: JournalReceipt }>;
+
   /** Release resources (files, pools). */
   close(): Promise<void>;
 }
 
 export const GENESIS_MAC = "0".repeat(64);
+
+/** What a record kind looks like; `entry` and `request` are the journal's own and refused. */
+export const RECORD_KIND = /^[a-z][a-z-]{0,31}$/;
+
+/** What an `updateRecord` function returns: the new value, the event recording it, and what the call resolves with. */
+export interface RecordUpdate<T> {
+  readonly value: unknown;
+  readonly event: AuditEventInput;
+  readonly result: T;
+}
 
 export type AuditEventType =
   | "call.refused"
@@ -232,11 +264,28 @@ export interface ApprovalRequestInput extends ApprovalBinding {
   readonly idempotencyKey: string;
   readonly createdAt: string;
   readonly expiresAt: string;
+  /** Distinct approvers needed before the request is granted (default 1). */
+  readonly approvalsNeeded?: 1 | 2;
+  /** A framework's or client's id for the call: stored and shown, never trusted. */
+  readonly callRef?: string;
+}
+
+/** One approver's grant of a request. */
+export interface ApprovalGrantRecord {
+  /** The authenticated approver's id (`op_…`, `owner`, `mcp:<clientId>`). */
+  readonly by: string;
+  /** How the approver was authenticated (`session`, `owner`, `host`, `elicitation`). */
+  readonly via: string;
+  readonly at: string;
 }
 
 export interface ApprovalRequest extends ApprovalRequestInput {
   readonly status: ApprovalStatus;
+  /** The grants so far, in order (one per distinct approver); a request needing 2 stays pending after the first. */
+  readonly approvals?: readonly ApprovalGrantRecord[];
   readonly decidedBy?: string;
+  /** How the approver who decided it was authenticated. */
+  readonly decidedVia?: string;
   readonly decidedAt?: string;
   readonly reason?: string;
   /** SHA-256 of the grant's secret token; the token itself is never stored. */
@@ -249,16 +298,25 @@ export interface ApprovalRequest extends ApprovalRequestInput {
 export type ApprovalDecision =
   | {
       readonly kind: "grant";
+      /** The authenticated approver's id. */
       readonly approver: string;
+      /** How the approver was authenticated. */
+      readonly via: string;
       readonly tokenHash: string;
       readonly grantExpiresAt: string;
       readonly at: string;
     }
-  | { readonly kind: "deny"; readonly approver: string; readonly reason: string; readonly at: string };
+  | { readonly kind: "deny"; readonly approver: string; readonly via: string; readonly reason: string; readonly at: string };
 
 export interface GrantCheck {
   readonly requestId: string;
-  readonly tokenHash: string;
+  /** SHA-256 of the grant's token; required unless `byBinding`. */
+  readonly tokenHash?: string;
+  /**
+   * A check by binding (only the gate builds one, never from a caller's grant): no token; the
+   * request must be granted, unexpired and unconsumed, and its whole binding equal to `binding`.
+   */
+  readonly byBinding?: true;
   readonly binding: ApprovalBinding;
   /** The invocation that consumes it. */
   readonly invocationId: string;

@@ -159,6 +159,13 @@ export function withWitness(journal: Journal, options: WitnessOptions): Witnesse
       if (outcome.status === "consumed") seen(outcome.receipt);
       return outcome;
     },
+    getRecord: (kind, id) => journal.getRecord(kind, id),
+    listRecords: (kind) => journal.listRecords(kind),
+    async updateRecord(kind, id, fn) {
+      const result = await journal.updateRecord(kind, id, fn);
+      seen(result.receipt);
+      return result;
+    },
     async checkpoint() {
       seen(await journal.head());
       return enqueue();

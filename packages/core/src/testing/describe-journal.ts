@@ -4,7 +4,7 @@ import { ToolError } from "../errors.js";
 import { verifyAuditChain, type AuditKey } from "../journal/audit-chain.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import type { Journal } from "../journal/types.js";
-import { at, checkFor, sampleIntent, sampleRequest, withJournalFrom } from "./journal-samples.js";
+import { at, checkFor, grantBy, sampleIntent, sampleRequest, withJournalFrom } from "./journal-samples.js";
 import { itWritesWhatTheMemoryJournalWrites } from "./journal-same-as-memory.js";
 
 export { sampleIntent, sampleRequest };
@@ -228,8 +228,8 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
       withJournal(async ({ journal }) => {
         const req = sampleRequest("r3");
         await journal.requestApproval(req);
-        await journal.decideApproval("r3", { kind: "grant", approver: "human", tokenHash: sha256Hex("tok"), grantExpiresAt: at(600_000), at: at(500) });
-        await expect(journal.decideApproval("r3", { kind: "deny", approver: "human", reason: "late", at: at(600) })).rejects.toThrow();
+        await journal.decideApproval("r3", grantBy("human"));
+        await expect(journal.decideApproval("r3", { kind: "deny", approver: "human", via: "owner", reason: "late", at: at(600) })).rejects.toThrow();
         for (const field of ["toolId", "inputHash", "principal", "tenant", "previewHash"] as const) {
           const outcome = await journal.consumeGrant(checkFor(req, "tok", { [field]: "other" }), { type: "test.used", at: at(1000), data: {} });
           expect(outcome.status).toBe("mismatch");
@@ -252,16 +252,16 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
       withJournal(async ({ journal }) => {
         const req = sampleRequest("r4");
         await journal.requestApproval(req);
-        await journal.decideApproval("r4", { kind: "grant", approver: "human", tokenHash: sha256Hex("tok"), grantExpiresAt: at(2000), at: at(500) });
+        await journal.decideApproval("r4", grantBy("human", "tok", at(2000)));
         expect((await journal.consumeGrant(checkFor(req, "tok", {}, at(2000)), { type: "t", at: at(2000), data: {} })).status).toBe("expired");
         const denied = sampleRequest("r5", { inputHash: sha256Hex("x5") });
         await journal.requestApproval(denied);
-        await journal.decideApproval("r5", { kind: "deny", approver: "human", reason: "no", at: at(500) });
+        await journal.decideApproval("r5", { kind: "deny", approver: "human", via: "owner", reason: "no", at: at(500) });
         expect((await journal.consumeGrant(checkFor(denied, "tok"), { type: "t", at: at(1000), data: {} })).status).toBe("denied");
         expect((await journal.consumeGrant({ ...checkFor(denied, "tok"), requestId: "missing" }, { type: "t", at: at(1000), data: {} })).status).toBe(
           "unknown",
         );
-        await expect(journal.decideApproval("missing", { kind: "deny", approver: "h", reason: "r", at: at(1) })).rejects.toThrow();
+        await expect(journal.decideApproval("missing", { kind: "deny", approver: "h", via: "owner", reason: "r", at: at(1) })).rejects.toThrow();
       }),
     );
 
@@ -272,7 +272,7 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
       withJournal(async ({ journal, reopen }) => {
         const req = sampleRequest("r6");
         await journal.requestApproval(req);
-        await journal.decideApproval("r6", { kind: "grant", approver: "human", tokenHash: sha256Hex("tok"), grantExpiresAt: at(600_000), at: at(500) });
+        await journal.decideApproval("r6", grantBy("human"));
         const other = reopen ? await reopen() : journal;
         const outcomes = await Promise.all(
           Array.from({ length: 12 }, (_, i) => (i % 2 ? journal : other).beginIntent(sampleIntent(`c${i}`), { grant: checkFor(req, "tok") })),

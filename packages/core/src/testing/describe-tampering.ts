@@ -48,7 +48,7 @@ const settleOk = (journal: Journal, key: string, output: unknown, intentHash = s
     result: { output, outputHash: hashCanonical(output ?? null), untrusted: false, findings: [] },
   });
 const grant = (journal: Journal, id: string, token = "tok") =>
-  journal.decideApproval(id, { kind: "grant", approver: "human", tokenHash: sha256Hex(token), grantExpiresAt: at(600_000), at: at(500) });
+  journal.decideApproval(id, { kind: "grant", approver: "human", via: "owner", tokenHash: sha256Hex(token), grantExpiresAt: at(600_000), at: at(500) });
 const usedEvent = { type: "test.released", at: at(900), data: {} };
 
 /**
@@ -268,7 +268,7 @@ export function describeJournalTampering(name: string, open: () => Promise<Tampe
       "stores a request found expired with an event of its own, so it still verifies",
       withJournal(async ({ journal }) => {
         await journal.requestApproval(sampleRequest("r1"));
-        const late = { kind: "grant" as const, approver: "human", tokenHash: sha256Hex("t"), grantExpiresAt: at(9e6), at: at(4_000_000) };
+        const late = { kind: "grant" as const, approver: "human", via: "owner", tokenHash: sha256Hex("t"), grantExpiresAt: at(9e6), at: at(4_000_000) };
         await expect(journal.decideApproval("r1", late)).rejects.toSatisfy((e) => ToolError.is(e, "approval_expired"));
         expect((await journal.readAudit()).map((r) => r.type)).toEqual(["approval.requested", "approval.expired"]);
         expect((await journal.getApproval("r1"))?.status).toBe("expired");

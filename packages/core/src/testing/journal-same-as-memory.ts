@@ -74,11 +74,15 @@ export function itWritesWhatTheMemoryJournalWrites(withJournal: (fn: (j: Journal
       await both((j) => j.requestApproval(sampleRequest("same-r3", { kind: "output", target: "t3" })));
       await both((j) => j.requestApproval(sampleRequest("same-r3", { inputHash: sha256Hex("another input") })));
       await both((j) => j.requestApproval(sampleRequest("same-r4", { expiresAt: at(100) })));
-      await both((j) => j.decideApproval("same-r4", { kind: "grant", approver: "human", tokenHash: sha256Hex("t"), grantExpiresAt: at(500), at: at(200) }));
-      await both((j) => j.decideApproval("same-r4", { kind: "grant", approver: "human", tokenHash: sha256Hex("t"), grantExpiresAt: at(500), at: at(200) }));
-      await both((j) => j.decideApproval("same-r3", { kind: "deny", approver: "human", reason: "no", at: at(60) }));
       await both((j) =>
-        j.decideApproval("same-r1", { kind: "grant", approver: "human", tokenHash: sha256Hex("tok"), grantExpiresAt: at(600_000), at: at(70) }),
+        j.decideApproval("same-r4", { kind: "grant", approver: "human", via: "owner", tokenHash: sha256Hex("t"), grantExpiresAt: at(500), at: at(200) }),
+      );
+      await both((j) =>
+        j.decideApproval("same-r4", { kind: "grant", approver: "human", via: "owner", tokenHash: sha256Hex("t"), grantExpiresAt: at(500), at: at(200) }),
+      );
+      await both((j) => j.decideApproval("same-r3", { kind: "deny", approver: "human", via: "owner", reason: "no", at: at(60) }));
+      await both((j) =>
+        j.decideApproval("same-r1", { kind: "grant", approver: "human", via: "owner", tokenHash: sha256Hex("tok"), grantExpiresAt: at(600_000), at: at(70) }),
       );
       await both((j) => j.beginIntent(sampleIntent("same3"), { grant: checkFor(req, "wrong") }));
       await both((j) => j.consumeGrant(checkFor(req, "tok", { tenant: "other" }), { type: "approval.used", at: at(80), data: {} }));
@@ -90,7 +94,7 @@ export function itWritesWhatTheMemoryJournalWrites(withJournal: (fn: (j: Journal
       const r5 = sampleRequest("same-r5");
       await both((j) => j.requestApproval(r5));
       await both((j) =>
-        j.decideApproval("same-r5", { kind: "grant", approver: "human", tokenHash: sha256Hex("tok5"), grantExpiresAt: at(600_000), at: at(95) }),
+        j.decideApproval("same-r5", { kind: "grant", approver: "human", via: "owner", tokenHash: sha256Hex("tok5"), grantExpiresAt: at(600_000), at: at(95) }),
       );
       await both((j) => j.consumeGrant(checkFor(r5, "tok5"), { type: "approval.used", at: at(96), data: { requestId: r5.id } }));
       await both((j) => j.getIntent("same1"));

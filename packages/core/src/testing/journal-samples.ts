@@ -1,6 +1,6 @@
 /** The records every journal conformance test starts from: intents, approval requests, grant checks. */
 import { hashCanonical, sha256Hex } from "../canonical-json.js";
-import type { ApprovalRequestInput, GrantCheck, IntentInput } from "../journal/types.js";
+import type { ApprovalDecision, ApprovalRequestInput, GrantCheck, IntentInput } from "../journal/types.js";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 export const at = (offsetMs = 0): string => new Date(T0 + offsetMs).toISOString();
@@ -55,6 +55,16 @@ export const checkFor = (request: ApprovalRequestInput, token: string, overrides
     ...overrides,
   },
   invocationId: "inv_consumer",
+  at: when,
+});
+
+/** A grant decision by `approver` (authenticated as the owner) with the token `token`. */
+export const grantBy = (approver: string, token = "tok", grantExpiresAt = at(600_000), when = at(500)): ApprovalDecision => ({
+  kind: "grant",
+  approver,
+  via: "owner",
+  tokenHash: sha256Hex(token),
+  grantExpiresAt,
   at: when,
 });
 
