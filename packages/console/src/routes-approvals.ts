@@ -1,0 +1,139 @@
+import type { Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+import type { ApprovalRequest } from "@toolgate/core";
+import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
+import { csrfForm, h, layout, type Markup } from "./html.js";
+import { approvalsOf, renderPreview, visible } from "./preview.js";
+
+const REQUEST_ID = /^apr_[A-Za-z0-9_-]{1,100}$/;
+const NOTICES: Readonly<Record<string, string>> = {
+  granted: "Approved. The caller's retry of the same call runs it, once.",
+  needs_another: "Your approval is recorded; this request needs a second, different approver.",
+  denied: "Denied. The caller's retry is refused.",
+};
+export const DEFAULT_TTL_MINUTES = 10;
+const MAX_TTL_MINUTES = 24 * 60;
+
+function requestCard(r: ApprovalRequest, ctx: { csrf: string; canDecide: boolean }): Markup {
+  const { have, need } = approvalsOf(r);
+  const callRef = (r as { callRef?: string }).callRef;
+  return h`<article class="request" id="${r.id}" data-request-id="${r.id}" data-tool-id="${r.toolId}" data-approvals="${have.length}/${need}">
+<header><h2>${visible(r.toolId)}${r.kind === "output" ? " — release a held result" : ""}</h2>
+<p class="meta">Request <code>${r.id}</code> · for <strong>${visible(r.principal)}</strong> in tenant <strong>${visible(r.tenant)}</strong> · asked ${r.createdAt} · expires ${r.expiresAt}${
+    callRef ? h` · call ref <code>${visible(callRef)}</code>` : ""
+  }</p>
+${need > 1 ? h`<p class="approvals">Approvals: ${have.length} of ${need}${have.length > 0 ? h` (${have.map((a) => `${a.by} via ${a.via}`).join(", ")})` : ""}</p>` : ""}</header>
+${renderPreview(r)}
+${
+  ctx.canDecide
+    ? h`<div class="decide">${csrfForm(
+        `/approvals/${r.id}/approve`,
+        ctx.csrf,
+        h`<label>Grant valid for <input type="number" name="ttl" min="1" max="${MAX_TTL_MINUTES}" value="${DEFAULT_TTL_MINUTES}" required> minutes</label><button type="submit" class="approve">Approve</button>`,
+        "approve",
+      )}${csrfForm(
+        `/approvals/${r.id}/deny`,
+        ctx.csrf,
+        h`<label>Reason <input type="text" name="reason" maxlength="500" placeholder="why"></label><button type="submit" class="deny">Deny</button>`,
+        "deny",
+      )}</div>`
+    : h`<p class="readonly">Your role can see this request but not decide it.</p>`
+}
+</article>`;
+}
+
+/** Minutes from the form, whole, 1 … 1440; undefined when anything else. */
+function ttlMinutes(value: unknown): number | undefined {
+  if (value === undefined || value === "") return DEFAULT_TTL_MINUTES;
+  if (typeof value !== "string" || !/^\d{1,4}$/.test(value.trim())) return undefined;
+  const minutes = Number(value);
+  return minutes >= 1 && minutes <= MAX_TTL_MINUTES ? minutes : undefined;
+}
+
+export function approvalRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
+  const { gate, authority, watcher } = context;
+
+  app.get("/approvals", async (c) => {
+    const ctx = pageContext(c, authority);
+    const pending = await gate.approvals.list({ status: ["pending"] });
+    const live = pending.filter((r) => Date.parse(r.expiresAt) > context.clock());
+    const done = c.req.query("done");
+    const id = c.req.query("id");
+    const notice = done && NOTICES[done] && id && REQUEST_ID.test(id) ? h`<p class="notice" role="status">${NOTICES[done]!} (<code>${id}</code>)</p>` : "";
+    const canDecide = authority.can(ctx.approver!, "decide");
+    return c.html(
+      layout(
+        "Approvals",
+        ctx,
+        h`${notice}<p><span id="pending-count">${live.length}</span> pending · <span id="live" aria-live="polite">connecting</span></p>
+<div id="queue"><p class="empty"${live.length > 0 ? " hidden" : ""}>Nothing waits for a human.</p>${live.map((r) => requestCard(r, { csrf: ctx.csrf!, canDecide }))}</div>`,
+        "/approvals",
+      ),
+    );
+  });
+
+  app.post("/approvals/:id/approve", async (c) => {
+    const approver = c.get("approver");
+    if (!authority.can(approver, "decide")) return forbidden(c, authority, "Your role cannot approve requests.");
+    const id = c.req.param("id");
+    if (!REQUEST_ID.test(id)) return c.html(layout("Not found", pageContext(c, authority), h`<p>No such request.</p>`), 404);
+    const minutes = ttlMinutes(c.get("form").ttl);
+    if (minutes === undefined)
+      return c.html(layout("Not done", pageContext(c, authority), h`<p>The grant's lifetime must be 1 to ${MAX_TTL_MINUTES} whole minutes.</p>`), 400);
+    try {
+      // The session's approver, never a name from the form; the desk re-checks the operator and its scope.
+      const result = (await gate.approvals.grant(id, { by: approver, ttlMs: minutes * 60_000 })) as { status?: string } | undefined;
+      const done = result?.status === "needs_another" ? "needs_another" : "granted";
+      return c.redirect(`/approvals?done=${done}&id=${encodeURIComponent(id)}`, 303);
+    } catch (error) {
+      return failurePage(c, authority, error);
+    }
+  });
+
+  app.post("/approvals/:id/deny", async (c) => {
+    const approver = c.get("approver");
+    if (!authority.can(approver, "decide")) return forbidden(c, authority, "Your role cannot deny requests.");
+    const id = c.req.param("id");
+    if (!REQUEST_ID.test(id)) return c.html(layout("Not found", pageContext(c, authority), h`<p>No such request.</p>`), 404);
+    const given = c.get("form").reason;
+    const reason = typeof given === "string" && given.trim() !== "" ? given.trim().slice(0, 500) : "denied in the console";
+    try {
+      await gate.approvals.deny(id, { by: approver, reason });
+      return c.redirect(`/approvals?done=denied&id=${encodeURIComponent(id)}`, 303);
+    } catch (error) {
+      return failurePage(c, authority, error);
+    }
+  });
+
+  // The live queue: an `approvals` event whenever the pending set (or a request's approvals) changes.
+  app.get("/events", (c) =>
+    streamSSE(c, async (stream) => {
+      let closed = false;
+      const changes: string[] = [];
+      let wake: (() => void) | undefined;
+      const unsubscribe = watcher.subscribe((change) => {
+        changes.push(JSON.stringify({ pending: change.pending.length }));
+        wake?.();
+      });
+      stream.onAbort(() => {
+        closed = true;
+        unsubscribe();
+        wake?.();
+      });
+      await stream.writeSSE({ event: "ready", data: "{}" });
+      while (!closed) {
+        const next = changes.shift();
+        if (next !== undefined) {
+          await stream.writeSSE({ event: "approvals", data: next });
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 15_000).unref();
+        });
+        wake = undefined;
+        if (!closed && changes.length === 0) await stream.write(": keep-alive\n\n");
+      }
+    }),
+  );
+}

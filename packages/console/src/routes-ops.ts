@@ -1,0 +1,175 @@
+import type { Hono } from "hono";
+import { resolveOutboxEntry } from "@toolgate/core/operator";
+import type { AnyGate } from "@toolgate/core";
+import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
+import { csrfForm, h, layout, table } from "./html.js";
+import { visible } from "./preview.js";
+
+const OUTBOX_KEY = /^[A-Za-z0-9:._@\/+=-]{1,300}$/;
+const TARGET = /^(?:tool|family):[A-Za-z0-9_.-]{1,120}$/;
+
+export function opsRoutes(app: Hono<ConsoleEnv>, { gate, authority, inventory }: ConsoleContext) {
+  app.get("/inventory", (c) => {
+    const inv = inventory();
+    const rows = inv.tools.map((t) => [
+      h`<code>${t.id}</code>`,
+      t.kind,
+      `${t.actionType} / ${t.effect}`,
+      t.risk,
+      t.approval,
+      t.requiredAllowlist.join(" "),
+      t.connector ? `${t.connector.provider}: ${t.connector.scopes.join(" ")}` : "-",
+      `network ${t.runtimeIsolation.network}, files ${t.runtimeIsolation.filesystem}, secrets ${t.runtimeIsolation.secrets}, subprocess ${t.runtimeIsolation.subprocess}`,
+      t.sovereignty,
+      inv.profiles.length === 0 ? "(profiles not known here)" : t.reachableBy.join(" ") || "none",
+    ]);
+    return c.html(
+      layout(
+        "Inventory",
+        pageContext(c, authority),
+        h`<p>${inv.tools.length} tools in ${inv.families.length} families; registry <code>${inv.fingerprint.slice(0, 16)}</code>.</p>
+${table(["tool", "kind", "action / effect", "risk", "approval", "tokens", "scopes", "isolation", "sovereignty", "profiles"], rows, "inventory")}`,
+        "/inventory",
+      ),
+    );
+  });
+
+  app.get("/outbox", async (c) => {
+    const ctx = pageContext(c, authority);
+    const entries = await gate.journal.listOutbox({ states: ["unknown", "pending"] });
+    const canResolve = authority.can(ctx.approver!, "admin");
+    const rows = entries.map((e) => [
+      h`<code>${visible(e.key)}</code>`,
+      e.state,
+      e.boundary,
+      visible(e.toolId),
+      visible(`${e.principal} @ ${e.tenant}`),
+      String(e.attempts),
+      e.updatedAt,
+      canResolve && (e.state === "unknown" || e.state === "pending")
+        ? h`<div class="decide" data-outbox-key="${e.key}">${csrfForm(
+            `/outbox/${encodeURIComponent(e.key)}/resolve`,
+            ctx.csrf!,
+            h`<input type="hidden" name="outcome" value="applied"><button type="submit">Applied</button>`,
+          )}${csrfForm(`/outbox/${encodeURIComponent(e.key)}/resolve`, ctx.csrf!, h`<input type="hidden" name="outcome" value="not_applied"><button type="submit">Not applied</button>`)}</div>`
+        : "",
+    ]);
+    return c.html(
+      layout(
+        "Outbox",
+        ctx,
+        h`<p>Entries whose effect is unknown (or still pending after a crash). Resolve one once you have checked the provider: <em>applied</em> — a retry replays; <em>not applied</em> — a retry may run it again.${canResolve ? "" : " Only an admin resolves entries."}</p>
+${entries.length === 0 ? h`<p class="empty">No unknown or pending entries.</p>` : table(["key", "state", "boundary", "tool", "for", "attempts", "updated", ""], rows, "outbox")}`,
+        "/outbox",
+      ),
+    );
+  });
+
+  app.post("/outbox/:key/resolve", async (c) => {
+    const approver = c.get("approver");
+    if (!authority.can(approver, "admin")) return forbidden(c, authority, "Only an admin resolves outbox entries.");
+    const key = c.req.param("key");
+    const outcome = c.get("form").outcome;
+    if (!OUTBOX_KEY.test(key) || (outcome !== "applied" && outcome !== "not_applied"))
+      return c.html(layout("Not done", pageContext(c, authority), h`<p>Say applied or not_applied for an existing entry.</p>`), 400);
+    try {
+      await resolveOutboxEntry(gate as unknown as AnyGate, key, outcome, { operator: approver.id, note: `resolved in the console by ${approver.id}` });
+      return c.redirect("/outbox", 303);
+    } catch (error) {
+      return failurePage(c, authority, error);
+    }
+  });
+
+  app.get("/switches", async (c) => {
+    const ctx = pageContext(c, authority);
+    const switches = await authority.switches.list();
+    const admin = authority.can(ctx.approver!, "admin");
+    const inv = inventory();
+    const rows = switches.map((s) => [
+      h`<code>${visible(s.target)}</code>`,
+      visible(s.reason),
+      visible(s.by),
+      s.at,
+      admin
+        ? csrfForm("/switches/enable", ctx.csrf!, h`<input type="hidden" name="target" value="${s.target}"><button type="submit">Enable again</button>`)
+        : "",
+    ]);
+    return c.html(
+      layout(
+        "Kill switch",
+        ctx,
+        h`<p>A disabled tool or family is refused (<code>tool_disabled</code>) on the next call by every worker sharing this journal.</p>
+${switches.length === 0 ? h`<p class="empty">Nothing is disabled.</p>` : table(["target", "reason", "by", "since", ""], rows, "switches")}
+${
+  admin
+    ? h`<h2>Disable</h2>${csrfForm(
+        "/switches/disable",
+        ctx.csrf!,
+        h`<label>Target <input name="target" list="targets" required placeholder="tool:repo.write_file or family:gmail"></label>
+<datalist id="targets">${inv.tools.map((t) => h`<option value="tool:${t.id}">`)}${inv.families.map((f) => h`<option value="family:${f.name}">`)}</datalist>
+<label>Reason <input name="reason" required maxlength="500"></label><button type="submit">Disable</button>`,
+        "disable",
+      )}`
+    : h`<p>Only an admin sets the kill switch.</p>`
+}`,
+        "/switches",
+      ),
+    );
+  });
+
+  const switchForm = (form: Record<string, unknown>) => ({
+    target: typeof form.target === "string" ? form.target.trim() : "",
+    reason: typeof form.reason === "string" ? form.reason.trim().slice(0, 500) : "",
+  });
+
+  app.post("/switches/disable", async (c) => {
+    const approver = c.get("approver");
+    if (!authority.can(approver, "admin")) return forbidden(c, authority, "Only an admin sets the kill switch.");
+    const { target, reason } = switchForm(c.get("form"));
+    if (!TARGET.test(target) || reason === "")
+      return c.html(layout("Not done", pageContext(c, authority), h`<p>Name a target (tool:ID or family:NAME) and a reason.</p>`), 400);
+    try {
+      await authority.switches.disable(target, reason, approver);
+      return c.redirect("/switches", 303);
+    } catch (error) {
+      return failurePage(c, authority, error);
+    }
+  });
+
+  app.post("/switches/enable", async (c) => {
+    const approver = c.get("approver");
+    if (!authority.can(approver, "admin")) return forbidden(c, authority, "Only an admin sets the kill switch.");
+    const { target } = switchForm(c.get("form"));
+    if (!TARGET.test(target)) return c.html(layout("Not done", pageContext(c, authority), h`<p>Name a target (tool:ID or family:NAME).</p>`), 400);
+    try {
+      await authority.switches.enable(target, approver);
+      return c.redirect("/switches", 303);
+    } catch (error) {
+      return failurePage(c, authority, error);
+    }
+  });
+
+  app.get("/operators", async (c) => {
+    const ctx = pageContext(c, authority);
+    if (!authority.can(ctx.approver!, "admin")) return forbidden(c, authority, "Only an admin sees the operators.");
+    const operators = await authority.operators.list();
+    const rows = operators.map((o) => [
+      h`<code>${o.id}</code>`,
+      visible(o.name),
+      o.role,
+      o.scope ? visible(JSON.stringify(o.scope)) : "all",
+      o.status,
+      o.createdAt,
+      visible(o.createdBy),
+    ]);
+    return c.html(
+      layout(
+        "Operators",
+        ctx,
+        h`<p>Add, disable or remove operators with <code>toolgate operators …</code> on the machine that holds the state.</p>
+${table(["id", "name", "role", "scope", "status", "created", "by"], rows, "operators")}`,
+        "/operators",
+      ),
+    );
+  });
+}
