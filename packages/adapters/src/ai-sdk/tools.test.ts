@@ -1,37 +1,16 @@
 import { generateText, type ModelMessage } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
-import type { LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import { describe, expect, it } from "vitest";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
 import type { ApprovalRequestEvent } from "../shared/approval-broker.js";
+import { done, scripted, toolCall, toolResultsSent } from "./fixtures/scripted-model.js";
 import { toAiSdkTools } from "./tools.js";
 
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
-const toolCall = (toolCallId: string, toolName: string, input: unknown): LanguageModelV3GenerateResult => ({
-  content: [{ type: "tool-call", toolCallId, toolName, input: JSON.stringify(input) }],
-  finishReason: { unified: "tool-calls", raw: "tool_calls" },
-  usage,
-  warnings: [],
-});
-const done: LanguageModelV3GenerateResult = { content: [{ type: "text", text: "done" }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] };
-
-/** A scripted model: answers each step from the script and records every prompt it was sent. */
-function scripted(...steps: LanguageModelV3GenerateResult[]) {
-  const prompts: LanguageModelV3CallOptions[] = [];
-  const model = new MockLanguageModelV3({
-    doGenerate: async (options) => {
-      prompts.push(options);
-      const next = steps.shift();
-      if (!next) throw new Error("the script ran out");
-      return next;
-    },
-  });
-  return { model, prompts };
-}
-
 const base = { principal: "ai-agent", tenant: "tests" };
-const toolResultsSent = (options: LanguageModelV3CallOptions) =>
-  options.prompt.flatMap((m) => (m.role === "tool" ? m.content : [])).filter((p) => p.type === "tool-result");
+async function withOperator() {
+  const { gate, store } = createNotesGate();
+  const { operator } = await gate.authority.operators.add("alice", { role: "approver" }, gate.authority.owner());
+  return { gate, store, alice: await gate.authority.actingAs(operator.id), aliceId: operator.id };
+}
 
 describe("toAiSdkTools with generateText and a scripted model", () => {
   it("a tool the profile cannot reach is not offered, and a call to it never reaches the gate", async () => {
@@ -75,9 +54,9 @@ describe("toAiSdkTools with generateText and a scripted model", () => {
   });
 
   it("approval goes through the SDK's own tool approval; a denial runs nothing", async () => {
-    const { gate, store } = createNotesGate();
+    const { gate, store, alice } = await withOperator();
     const events: ApprovalRequestEvent[] = [];
-    const tools = toAiSdkTools(gate, { ...base, profile: profiles.writer }, { approver: "alice-ui", onApprovalRequest: (e) => events.push(e) });
+    const tools = toAiSdkTools(gate, { ...base, profile: profiles.writer }, { approver: alice, onApprovalRequest: (e) => events.push(e) });
     const { model } = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "hello" }), done);
     const first = await generateText({ model, tools, prompt: "save" });
     const request = first.content.find((p) => p.type === "tool-approval-request");
@@ -97,9 +76,9 @@ describe("toAiSdkTools with generateText and a scripted model", () => {
     expect(store.notes.has("n1")).toBe(false);
   });
 
-  it("an approval in the SDK becomes the gate's grant for exactly that request, and the call runs once", async () => {
-    const { gate, store } = createNotesGate();
-    const tools = toAiSdkTools(gate, { ...base, profile: profiles.writer }, { approver: "alice-ui" });
+  it("an approval in the SDK becomes the gate's grant for exactly that request, by the app's approver, and the call runs once", async () => {
+    const { gate, store, alice, aliceId } = await withOperator();
+    const tools = toAiSdkTools(gate, { ...base, profile: profiles.writer }, { approver: alice });
     const { model } = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "hello" }), done);
     const first = await generateText({ model, tools, prompt: "save" });
     const request = first.content.find((p) => p.type === "tool-approval-request")!;
@@ -117,12 +96,12 @@ describe("toAiSdkTools with generateText and a scripted model", () => {
     expect(sent).toContain('\\"bytes\\":5');
     const approvals = await gate.approvals.list();
     expect(approvals).toHaveLength(1);
-    expect(JSON.stringify(approvals[0])).toContain("alice-ui");
+    expect(approvals[0]).toMatchObject({ status: "consumed", decidedBy: aliceId, callRef: "c1" });
   });
 
-  it("a tampered input after approval does not match the grant and is refused", async () => {
-    const { gate, store } = createNotesGate();
-    const tools = toAiSdkTools(gate, { ...base, profile: profiles.writer });
+  it("a tampered input after approval (same tools) is refused, and nothing is granted", async () => {
+    const { gate, store, alice } = await withOperator();
+    const tools = toAiSdkTools(gate, { ...base, profile: profiles.writer }, { approver: alice });
     const { model } = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "hello" }), done);
     const first = await generateText({ model, tools, prompt: "save" });
     const request = first.content.find((p) => p.type === "tool-approval-request")!;
@@ -138,5 +117,6 @@ describe("toAiSdkTools with generateText and a scripted model", () => {
     });
     expect(store.writes).toBe(0);
     expect(JSON.stringify(second.response.messages[0])).toContain("approval_invalid");
+    expect((await gate.approvals.list()).map((r) => r.status)).toEqual(["pending", "pending"]);
   });
 });

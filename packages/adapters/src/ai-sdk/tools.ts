@@ -1,4 +1,4 @@
-import { jsonSchema, type Tool } from "ai";
+import { jsonSchema, type ModelMessage, type Tool } from "ai";
 import type { CallOptions, Gate, OkResult, ToolById, ToolIdOf, ToolInput, ToolOutput, AnyToolManifest } from "@toolgate/core";
 import { createApprovalBroker, GateCallError, type FrameworkApprovalOptions } from "../shared/approval-broker.js";
 import { approvalText, refusalText } from "../shared/describe-result.js";
@@ -15,6 +15,24 @@ export type AiSdkTools<TTool extends AnyToolManifest> = {
   [K in ToolIdOf<TTool>]?: AiSdkTool<ToolById<TTool, K>>;
 };
 
+type ExecutionOptions = { readonly toolCallId: string; readonly abortSignal?: AbortSignal; readonly messages?: readonly ModelMessage[] };
+
+/**
+ * Whether the SDK is running this call because the last message approves it (as the SDK itself
+ * decides). The history comes from the client: this only routes the call to the approved path,
+ * where the gate's own records decide.
+ */
+function approvedInHistory(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
+  const last = messages?.at(-1);
+  if (last?.role !== "tool") return false;
+  const approvalIds = new Set<string>();
+  for (const m of messages!) {
+    if (m.role !== "assistant" || typeof m.content === "string") continue;
+    for (const p of m.content) if (p.type === "tool-approval-request" && p.toolCallId === toolCallId) approvalIds.add(p.approvalId);
+  }
+  return last.content.some((p) => p.type === "tool-approval-response" && p.approved && approvalIds.has(p.approvalId));
+}
+
 export interface AiSdkToolsOptions extends ExposeOptions, FrameworkApprovalOptions {}
 
 /**
@@ -22,14 +40,17 @@ export interface AiSdkToolsOptions extends ExposeOptions, FrameworkApprovalOptio
  * (the SDK's abort signal joins it). The model reads the gate's `content` — untrusted output stays
  * fenced — while the app gets the whole `ok` result.
  *
- * Approval uses the SDK's own tool approval: `needsApproval` asks the gate once; when it requires a
- * human, the SDK emits a `tool-approval-request`, and when the app answers with an approving
- * `tool-approval-response`, `execute` obtains the gate's grant (as `approver`) for exactly that
- * request and calls again. A denial, refusal or error is thrown as a `GateCallError`, which the
- * SDK reports to the model as a tool error with the typed code.
+ * Approval uses the SDK's own tool approval: `needsApproval` asks the gate once (the SDK's tool
+ * call id becomes the request's `callRef`); when it requires a human, the SDK emits a
+ * `tool-approval-request`. When the app answers with an approving `tool-approval-response` — in the
+ * same tools or in a later request with fresh tools and the client's history — `execute` asks the
+ * authority to grant exactly the request that was shown, as `options.approver`, and only when the
+ * call's input is still the one that request was made for. Without an approver nothing is granted:
+ * the call comes back as `approval_required` for an operator. A denial, refusal or error is thrown
+ * as a `GateCallError`, which the SDK reports to the model as a tool error with the typed code.
  */
 export function toAiSdkTools<TTool extends AnyToolManifest>(gate: Gate<TTool>, call: CallOptions, options: AiSdkToolsOptions = {}): AiSdkTools<TTool> {
-  const broker = createApprovalBroker(gate as unknown as Gate, call, options, "ai-sdk-tool-approval");
+  const broker = createApprovalBroker(gate as unknown as Gate, call, options);
   const tools: Record<string, Tool> = {};
   for (const d of reachableTools(gate, call.profile, options)) {
     tools[d.id] = {
@@ -38,9 +59,10 @@ export function toAiSdkTools<TTool extends AnyToolManifest>(gate: Gate<TTool>, c
       // The gate validates: a JSON Schema without a validator lets invalid input reach it, so the
       // refusal is journaled and the model gets the issues.
       inputSchema: jsonSchema(bareSchema(d.inputSchema) as Parameters<typeof jsonSchema>[0]),
-      needsApproval: (input: unknown, { toolCallId }: { toolCallId: string }) => broker.needsApproval(d, input, toolCallId),
-      execute: async (input: unknown, { toolCallId, abortSignal }: { toolCallId: string; abortSignal?: AbortSignal }) => {
-        const result = await broker.execute(d.id, input, toolCallId, abortSignal);
+      needsApproval: (input: unknown, { toolCallId, messages }: ExecutionOptions) =>
+        broker.needsApproval(d, input, toolCallId, approvedInHistory(messages, toolCallId)),
+      execute: async (input: unknown, { toolCallId, abortSignal, messages }: ExecutionOptions) => {
+        const result = await broker.execute(d.id, input, toolCallId, abortSignal, approvedInHistory(messages, toolCallId));
         if (result.status === "ok") return result;
         throw new GateCallError(result, result.status === "approval_required" ? approvalText(result) : refusalText(result));
       },

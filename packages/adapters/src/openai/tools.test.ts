@@ -1,53 +1,12 @@
-import { Agent, run, setTracingDisabled, Usage, type Model, type ModelRequest, type ModelResponse } from "@openai/agents";
+import { Agent, run, setTracingDisabled } from "@openai/agents";
 import { describe, expect, it } from "vitest";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
+import { functionOutputs, outputText, ScriptedModel } from "./fixtures/scripted-model.js";
 import { toOpenAITools } from "./tools.js";
 
 setTracingDisabled(true);
 
-type Step = { call: { name: string; args: unknown; callId: string } } | { text: string };
-
-/** A scripted model for the Agents SDK: each turn answers from the script and records the request. */
-class ScriptedModel implements Model {
-  readonly requests: ModelRequest[] = [];
-  constructor(private readonly steps: Step[]) {}
-  async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    this.requests.push(request);
-    const step = this.steps.shift();
-    if (!step) throw new Error("the script ran out");
-    const output =
-      "call" in step
-        ? [
-            {
-              type: "function_call" as const,
-              callId: step.call.callId,
-              name: step.call.name,
-              arguments: JSON.stringify(step.call.args),
-              status: "completed" as const,
-            },
-          ]
-        : [
-            {
-              type: "message" as const,
-              role: "assistant" as const,
-              status: "completed" as const,
-              content: [{ type: "output_text" as const, text: step.text }],
-            },
-          ];
-    return { usage: new Usage(), output, responseId: `r${this.requests.length}` };
-  }
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error("not scripted");
-  }
-}
-
 const base = { principal: "openai-agent", tenant: "tests" };
-const functionOutputs = (request: ModelRequest) =>
-  (Array.isArray(request.input) ? request.input : []).filter((i) => (i as { type?: string }).type === "function_call_result") as unknown as {
-    callId: string;
-    output: { text?: string } | string;
-  }[];
-const outputText = (o: { output: { text?: string } | string }) => (typeof o.output === "string" ? o.output : (o.output.text ?? JSON.stringify(o.output)));
 
 describe("toOpenAITools: names", () => {
   it("maps dots to double underscores and back; an unmapped name is refused without reaching the gate", async () => {
@@ -95,9 +54,10 @@ describe("toOpenAITools with the Agents SDK's run loop and a scripted model", ()
     expect(fenced).not.toMatch(/^\{/);
   });
 
-  it("needsApproval interrupts the run; approving obtains the gate's grant and runs the call once", async () => {
+  it("needsApproval interrupts the run; approving obtains the grant from the app's approver and runs the call once", async () => {
     const { gate, store } = createNotesGate();
-    const openai = toOpenAITools(gate, { ...base, profile: profiles.writer }, { approver: "bob-console" });
+    const { operator } = await gate.authority.operators.add("bob", { role: "approver" }, gate.authority.owner());
+    const openai = toOpenAITools(gate, { ...base, profile: profiles.writer }, { approver: await gate.authority.actingAs(operator.id) });
     const model = new ScriptedModel([{ call: { name: "notes__add_note", args: { id: "n1", text: "hello" }, callId: "c1" } }, { text: "saved" }]);
     const agent = new Agent({ name: "notes", instructions: "help", model, tools: [...openai.tools] });
     const first = await run(agent, "save");
@@ -108,7 +68,7 @@ describe("toOpenAITools with the Agents SDK's run loop and a scripted model", ()
     expect(second.finalOutput).toBe("saved");
     expect(store.notes.get("n1")).toBe("hello");
     expect(store.writes).toBe(1);
-    expect(JSON.stringify(await gate.approvals.list())).toContain("bob-console");
+    expect(await gate.approvals.list()).toEqual([expect.objectContaining({ status: "consumed", decidedBy: operator.id, callRef: "c1" })]);
   });
 
   it("rejecting the interruption runs nothing", async () => {

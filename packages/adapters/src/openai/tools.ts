@@ -47,14 +47,17 @@ export interface OpenAITools<TTool extends AnyToolManifest> {
  * (`.` → `__`) and mapped back only through the table built here. The model reads the gate's
  * `content` (fenced when untrusted) or the refusal's `code: message`.
  *
- * Approval: `needsApproval` asks the gate once; a call that needs a human interrupts the run
- * (`result.interruptions`); after `state.approve(item)` the resumed run's `execute` obtains the
- * gate's grant (as `approver`) for exactly that request and calls again. `state.reject(item)`
- * leaves the request to expire; nothing runs.
+ * Approval: `needsApproval` asks the gate once (the SDK's call id becomes the request's `callRef`);
+ * a call that needs a human interrupts the run (`result.interruptions`). After
+ * `state.approve(item)` — in this process, or on a run state serialised and resumed with fresh
+ * tools — `execute` asks the authority to grant exactly the request that was shown, as
+ * `options.approver`, and only while the call's input is still the one it was made for. Without an
+ * approver nothing is granted and the model is told the call waits for an operator.
+ * `state.reject(item)` leaves the request to expire; nothing runs.
  */
 export function toOpenAITools<TTool extends AnyToolManifest>(gate: Gate<TTool>, call: CallOptions, options: OpenAIToolsOptions = {}): OpenAITools<TTool> {
   const g = gate as unknown as Gate;
-  const broker = createApprovalBroker(g, call, options, "openai-agents-approval");
+  const broker = createApprovalBroker(g, call, options);
   const byName = new Map<string, string>();
   const nameOf = (id: string) => id.replaceAll(".", "__");
   const descriptors = reachableTools(gate, call.profile, options);
@@ -75,8 +78,11 @@ export function toOpenAITools<TTool extends AnyToolManifest>(gate: Gate<TTool>, 
         parameters: bareSchema(d.inputSchema) as never,
         strict: false,
         needsApproval: async (_context, input, callId) => broker.needsApproval(d, input, callId ?? ""),
-        execute: async (input, _context, details) => {
-          const result = await broker.execute(d.id, input, details?.toolCall?.callId ?? "", details?.signal);
+        execute: async (input, context, details) => {
+          const callId = details?.toolCall?.callId ?? "";
+          // Approved in the run state: the app's `state.approve(item)`, or state resumed from elsewhere; the gate's records decide.
+          const approved = callId !== "" && context?.isToolApproved({ toolName: nameOf(d.id), callId }) === true;
+          const result = await broker.execute(d.id, input, callId, details?.signal, approved);
           return modelText(result);
         },
       }) as FunctionTool,

@@ -1,9 +1,20 @@
-import { ToolError, type ApprovalPreview, type CallOptions, type Gate, type InvokeResult, type Profile, type ToolDescriptor } from "@toolgate/core";
+import {
+  ToolError,
+  type ApprovalPreview,
+  type ApprovalRequiredResult,
+  type Approver,
+  type CallOptions,
+  type DeniedResult,
+  type Gate,
+  type InvokeResult,
+  type Profile,
+  type ToolDescriptor,
+} from "@toolgate/core";
 
 /** What a framework's approval UI can show beside its own prompt: the gate's concrete preview. */
 export interface ApprovalRequestEvent {
   readonly toolId: string;
-  /** The framework's id for the tool call. */
+  /** The framework's id for the tool call (stored on the request as its `callRef`). */
   readonly callId: string;
   /** The gate's approval request; `gate.approvals.get(requestId)` has the rest. */
   readonly requestId: string;
@@ -14,79 +25,111 @@ export interface ApprovalRequestEvent {
 /** Options shared by the framework adapters. */
 export interface FrameworkApprovalOptions {
   /**
-   * Recorded as the grant's approver when a human approves a call through the framework's own
-   * approval step. Name the human (or the account they signed in with) where the app knows it.
+   * The host application's signed-in user, as the authority knows them
+   * (`await gate.authority.actingAs(operatorId)`): a human's approval in the framework becomes the
+   * gate's grant, decided by this approver and recorded under its id. There is no default: without
+   * one, an approved call is not granted and comes back as `approval_required`, for an operator to
+   * decide in the console or CLI; the retry then runs by its binding.
    */
-  readonly approver?: string;
+  readonly approver?: Approver;
   /** Called when the gate asks for approval, so the app can show the gate's preview. */
   readonly onApprovalRequest?: (event: ApprovalRequestEvent) => void;
 }
 
-type Outcome = { readonly kind: "pending"; readonly requestId: string } | { readonly kind: "done"; readonly result: InvokeResult };
-
 const MAX_REMEMBERED = 1024;
+/** The gate refuses a longer `callRef`; such a call is simply not findable again (nothing is granted for it). */
+const MAX_CALL_REF = 256;
 
 /**
- * Bridges a framework's "needs approval?" question to the gate. The gate is asked once, from the
- * framework's approval check: a call that needs approval leaves a persisted request; any other
- * outcome is remembered and handed to the framework's `execute` for the same call id, so the body
- * never runs twice. After the framework reports a human's approval, `execute` obtains the grant for
- * exactly that request and calls again; the gate still checks tool, input, principal, tenant and
- * preview against it.
+ * Bridges a framework's approval step to the gate, without ever granting on its own.
+ *
+ * Ask (`needsApproval`, for a call the model just made): the gate is asked once, with the
+ * framework's call id as `callRef`; a call that needs a human leaves a persisted request, the one
+ * the framework then shows. Any other outcome is remembered for `execute`, so the body never runs
+ * twice.
+ *
+ * Approved (`execute` after the framework reports a human's approval; the framework's state may
+ * come from the client, so it proves nothing): the gate is asked again, without a `callRef` — a
+ * request made now was shown to nobody and can never be granted here. Only when the gate's answer
+ * is the one pending request that the ask step recorded for this call id (same binding: tool,
+ * exact input, principal, tenant, preview) is it granted, by the app's approver through the
+ * authority, and the call run with that grant. An edited input, a call the human was never shown,
+ * or several requests under one call id are refused; without an approver the call waits for an
+ * operator.
  */
-export function createApprovalBroker(gate: Gate, call: CallOptions, options: FrameworkApprovalOptions, defaultApprover: string) {
-  const outcomes = new Map<string, Outcome>();
-  const approver = options.approver ?? defaultApprover;
-  const remember = (key: string, outcome: Outcome) => {
+export function createApprovalBroker(gate: Gate, call: CallOptions, options: FrameworkApprovalOptions) {
+  const outcomes = new Map<string, InvokeResult>();
+  const remember = (key: string, outcome: InvokeResult) => {
     outcomes.set(key, outcome);
     if (outcomes.size > MAX_REMEMBERED) outcomes.delete(outcomes.keys().next().value as string);
   };
   const mayAsk = (d: ToolDescriptor, profile: Profile) => d.approval !== "never" || (d.untrustedOutput && profile.onInjection === "hold");
+  const withSignal = (signal: AbortSignal | undefined): CallOptions => (signal ? { ...call, signal } : call);
+
+  /** The grant for exactly the request the human was shown, or why there is none. */
+  async function runApproved(toolId: string, input: unknown, callId: string, signal: AbortSignal | undefined): Promise<InvokeResult> {
+    const asked = await gate.invoke(toolId, input, withSignal(signal));
+    // Ran on an operator's grant (by binding), replayed, or refused: nothing for this step to do.
+    if (asked.status !== "approval_required") return asked;
+    const shown = (await gate.approvals.list({ status: ["pending"] })).filter(
+      (r) => r.callRef === callId && r.toolId === toolId && r.principal === call.principal && r.tenant === call.tenant,
+    );
+    // The human was shown no request for this call: it waits for an operator like any other.
+    if (shown.length === 0) return asked;
+    if (shown.length > 1) return refused(asked, `several requests were asked under call id ${callId}; an operator decides them in the console`);
+    if (shown[0]!.id !== asked.requestId)
+      return refused(asked, `this call is not the one the human approved (request ${shown[0]!.id}): its input or preview changed`);
+    if (options.approver === undefined) return asked;
+    let decision;
+    try {
+      decision = await gate.approvals.grant(asked.requestId, { by: options.approver });
+    } catch (cause) {
+      return refused(
+        asked,
+        `the approval request ${asked.requestId} could not be granted: ${(cause as Error).message}`,
+        ToolError.is(cause) ? cause.code : "approval_unknown",
+      );
+    }
+    // The two-person rule: this approval counted; the call waits for a second approver.
+    if (decision.status !== "granted") return asked;
+    return gate.invoke(toolId, input, { ...withSignal(signal), approval: decision.grant });
+  }
 
   return {
-    /** The framework's approval check. True when a human must approve before `execute`. */
-    async needsApproval(descriptor: ToolDescriptor, input: unknown, callId: string): Promise<boolean> {
+    /**
+     * The framework's approval check. True when a human must approve. A call the framework already
+     * reports approved (`approved`) goes on to `execute`, where the gate's records decide.
+     */
+    async needsApproval(descriptor: ToolDescriptor, input: unknown, callId: string, approved = false): Promise<boolean> {
       if (!mayAsk(descriptor, call.profile)) return false;
-      const key = `${descriptor.id}\u0000${callId}`;
-      const known = outcomes.get(key);
-      if (known) return known.kind === "pending";
-      const result = await gate.invoke(descriptor.id, input, call);
+      if (approved) return true;
+      const callRef = callId.length > 0 && callId.length <= MAX_CALL_REF ? { callRef: callId } : {};
+      const result = await gate.invoke(descriptor.id, input, { ...call, ...callRef });
       if (result.status === "approval_required") {
-        remember(key, { kind: "pending", requestId: result.requestId });
         options.onApprovalRequest?.({ toolId: descriptor.id, callId, requestId: result.requestId, reason: result.reason, preview: result.preview });
         return true;
       }
-      remember(key, { kind: "done", result });
+      remember(`${descriptor.id}\u0000${callId}`, result);
       return false;
     },
 
-    /** The framework's execute: the remembered outcome, the approved call, or a fresh call. */
-    async execute(toolId: string, input: unknown, callId: string | undefined, signal: AbortSignal | undefined): Promise<InvokeResult> {
-      const key = `${toolId}\u0000${callId ?? ""}`;
-      const known = callId === undefined ? undefined : outcomes.get(key);
+    /**
+     * The framework's execute: the outcome the approval check already got, the approved call
+     * (`approved`: the framework says a human approved this call id), or a plain call.
+     */
+    async execute(toolId: string, input: unknown, callId: string, signal: AbortSignal | undefined, approved: boolean): Promise<InvokeResult> {
+      const key = `${toolId}\u0000${callId}`;
+      const known = callId === "" ? undefined : outcomes.get(key);
       outcomes.delete(key);
-      const withSignal: CallOptions = signal ? { ...call, signal } : call;
-      if (known?.kind === "done") return known.result;
-      if (known?.kind === "pending") {
-        let grant;
-        try {
-          grant = await gate.approvals.grant(known.requestId, { approver });
-        } catch (cause) {
-          return {
-            status: "denied",
-            toolId,
-            invocationId: "",
-            receipt: null,
-            code: ToolError.is(cause) ? cause.code : "approval_unknown",
-            message: `the approval request ${known.requestId} could not be granted: ${(cause as Error).message}`,
-            boundary: "pre_effect_refusal",
-          };
-        }
-        return gate.invoke(toolId, input, { ...withSignal, approval: grant });
-      }
-      return gate.invoke(toolId, input, withSignal);
+      if (known) return known;
+      if (approved && callId !== "") return runApproved(toolId, input, callId, signal);
+      return gate.invoke(toolId, input, withSignal(signal));
     },
   };
+}
+
+function refused(asked: ApprovalRequiredResult, message: string, code: DeniedResult["code"] = "approval_invalid"): DeniedResult {
+  return { status: "denied", toolId: asked.toolId, invocationId: asked.invocationId, receipt: asked.receipt, code, message, boundary: "pre_effect_refusal" };
 }
 
 /** A gate outcome other than `ok`, thrown where a framework expects an exception. */
