@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from "commander";
 import { approvalsApprove, approvalsDeny, approvalsList, approvalsShow } from "./commands/approvals.js";
 import { auditExport, auditHead, auditTail, auditVerify, parseExpectedHead, type AuditVerifyOptions } from "./commands/audit.js";
 import { callCommand } from "./commands/call.js";
+import { consoleCommands } from "./commands/console.js";
 import { connectionsAdd, connectionsRevoke, connectionsStatus } from "./commands/connections.js";
 import { docsCommand } from "./commands/docs.js";
 import { inventoryCommand } from "./commands/inventory.js";
@@ -205,6 +206,8 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .option("--tenant <id>", "the tenant")
     .option("--http <port>", "serve Streamable HTTP on 127.0.0.1 at this port (0: any)")
     .action(withRuntime((rt, opts: { profile: string; principal?: string; tenant?: string; http?: string }) => serveMcp(rt, opts, io)));
+
+  consoleCommands(program, { withRuntime, io });
 
   for (const plugin of options.plugins ?? []) plugin(program, { withRuntime, io });
 
