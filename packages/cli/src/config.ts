@@ -86,8 +86,8 @@ const jsonConfigSchema = z.object(
     }),
     profiles: z.array(configProfileSchema, { error: "must be an array of profiles" }),
     /**
-     * The state directory (relative to this file, or absolute): the journal, audit key, vault and
-     * grant files live there unless configured elsewhere. Default outside the project:
+     * The state directory (relative to this file, or absolute): the journal, audit key and vault
+     * live there unless configured elsewhere. Default outside the project:
      * `$XDG_STATE_HOME/toolgate/<project>-<8 hex>` (else `~/.local/state/…`), created 0700. Every
      * state path, wherever it is, is protected: no filesystem tool can reach it.
      */

@@ -54,6 +54,36 @@ export function progress(io: Io, label: string): { update(done: number, total?: 
   };
 }
 
+/**
+ * What to do next after a refusal or failure with this code: which command. `tool` is the tool
+ * the call named, when there was one.
+ */
+export function hintFor(code: string, tool?: string): string | undefined {
+  const hints: Record<string, string> = {
+    tool_disabled: `an operator stopped it: toolgate kill-switch list shows why; toolgate kill-switch off ${tool ?? "TARGET"} turns it back on`,
+    unknown_tool: "toolgate inventory lists the tools",
+    permission_denied: "toolgate inventory --profile P shows what a profile reaches",
+    risk_exceeded: "toolgate inventory --profile P shows what a profile reaches",
+    consent_required: "toolgate inventory --profile P shows what a profile reaches",
+    egress_denied: "toolgate inventory --profile P shows what a profile reaches",
+    approval_denied: "toolgate approvals list --status denied shows who denied it and why",
+    approval_expired: "run the call again for a new request, then toolgate approvals approve ID",
+    approval_consumed: "the grant was used; run the call again for a new request",
+    approval_invalid: "run the call again for a new request, then toolgate approvals approve ID",
+    approval_unknown: "toolgate approvals list shows the requests",
+    approver_invalid: "the CLI decides as the owner; operators sign in to toolgate console",
+    approver_forbidden: "toolgate operators list shows each operator's role and scope",
+    operator_unknown: "toolgate operators list shows them",
+    operator_disabled: "toolgate operators enable NAME (a removed operator is gone: add a new one)",
+    effect_state_unknown: "toolgate outbox list, then toolgate outbox resolve KEY --applied|--not-applied",
+    journal_tampered: "toolgate audit verify names what was changed",
+    journal_failed: "check the journal in the composition file (journal:), then run again",
+    connector_unavailable: "toolgate connections add --id ID --provider P --file token.json",
+    connector_reauth_required: "toolgate connections status, then add the connection again",
+  };
+  return hints[code];
+}
+
 /** Print the failure as one line (plus a hint); the stack only with --debug. */
 export function reportFailure(io: Io, error: unknown, debug: boolean): number {
   if (error instanceof CliFailure) {
@@ -64,7 +94,8 @@ export function reportFailure(io: Io, error: unknown, debug: boolean): number {
   if (error instanceof ToolError) {
     io.err(`toolgate: ${error.message} (${error.code})`);
     const hint = error.details?.["hint"];
-    if (typeof hint === "string") io.err(`hint: ${hint}`);
+    const next = typeof hint === "string" ? hint : hintFor(error.code);
+    if (next) io.err(`hint: ${next}`);
     if (debug && error.stack) io.err(error.stack);
     return error.code === "config_invalid" || error.code === "journal_failed" ? EXIT.config : EXIT.failed;
   }
@@ -80,6 +111,17 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ");
   return [line(headers), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+
+/** A list as JSON (`--json`), a line saying it is empty, or a table of one row per item. */
+export function printList<T>(
+  io: Io,
+  items: readonly T[],
+  how: { json: boolean; empty: string; headers: readonly string[]; row: (item: T) => readonly string[] },
+): number {
+  if (how.json) io.out(JSON.stringify(items, null, 2));
+  else io.out(items.length === 0 ? how.empty : table(how.headers, items.map(how.row)));
+  return EXIT.ok;
 }
 
 /** Parse `10m`, `30s`, `2h`, `1500` (ms) into milliseconds. */

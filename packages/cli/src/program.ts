@@ -3,6 +3,7 @@ import { approvalsApprove, approvalsDeny, approvalsList, approvalsShow } from ".
 import { auditExport, auditHead, auditTail, auditVerify, parseExpectedHead, type AuditVerifyOptions } from "./commands/audit.js";
 import { callCommand } from "./commands/call.js";
 import { consoleCommands } from "./commands/console.js";
+import { authorityCommands } from "./commands/authority-commands.js";
 import { connectionsAdd, connectionsRevoke, connectionsStatus } from "./commands/connections.js";
 import { docsCommand } from "./commands/docs.js";
 import { inventoryCommand } from "./commands/inventory.js";
@@ -35,6 +36,7 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .option("--debug", "print stack traces")
     .addHelpText("after", EXIT_HELP)
     .exitOverride()
+    .showHelpAfterError("(add --help for the command's options)")
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
 
   const withRuntime: WithRuntime =
@@ -88,16 +90,19 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .action(withRuntime((rt, id: string, opts: { json: boolean }) => approvalsShow(rt, id, opts, io)));
   approvals
     .command("approve")
+    .description("approve as the owner (recorded as owner); the same call, retried anywhere, then runs once")
     .argument("<request>", "request id")
-    .requiredOption("--approver <name>", "who approves")
     .option("--ttl <duration>", "how long the grant stays usable", "10m")
-    .action(withRuntime((rt, id: string, opts: { approver: string; ttl: string }) => approvalsApprove(rt, id, opts, io)));
+    .addOption(new Option("--approver <name>").hideHelp())
+    .action(withRuntime((rt, id: string, opts: { approver?: string; ttl: string }) => approvalsApprove(rt, id, opts, io)));
   approvals
     .command("deny")
+    .description("deny as the owner (recorded as owner)")
     .argument("<request>", "request id")
-    .requiredOption("--approver <name>", "who denies")
-    .option("--reason <text>", "why", "denied")
-    .action(withRuntime((rt, id: string, opts: { approver: string; reason: string }) => approvalsDeny(rt, id, opts, io)));
+    .option("--reason <text>", "why (required)")
+    .addOption(new Option("--approver <name>").hideHelp())
+    .action(withRuntime((rt, id: string, opts: { approver?: string; reason?: string }) => approvalsDeny(rt, id, opts, io)));
+  authorityCommands(program, { withRuntime, io });
 
   const audit = program.command("audit").description("the audit journal");
   audit

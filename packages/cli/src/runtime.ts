@@ -14,7 +14,7 @@ import { openStateDir, protectStatePaths } from "./state.js";
 export interface Runtime {
   readonly configPath: string;
   readonly baseDir: string;
-  /** Where the gate's state lives (journal, audit key, vault, grants by default); protected. */
+  /** Where the gate's state lives (journal, audit key, vault by default); protected. */
   readonly stateDir: string;
   readonly config: ToolgateConfig;
   readonly registry: ToolRegistry;

@@ -1,6 +1,6 @@
 /**
  * The state directory: where the journal (unless configured elsewhere), the audit key, the vault
- * (by default), the grant files and the witness live. Outside any tool root by default, created
+ * (by default) and the witness live. Outside any tool root by default, created
  * 0700, and every path of the gate's state is protected so no filesystem family can reach it.
  */
 import { createHash } from "node:crypto";

@@ -1,52 +1,20 @@
-import { existsSync } from "node:fs";
-import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import type { ApprovalGrant, ApprovalRequest, ApprovalStatus } from "@toolgate/core";
-import { CliFailure, EXIT, parseDuration, table, type Io } from "../output.js";
+/**
+ * `toolgate approvals`: requests waiting for a human, and the owner's decisions on them. A grant
+ * is kept only in the journal: the same call retried (by this CLI, another process, an MCP client,
+ * any worker sharing the journal) is picked up by its binding and runs once.
+ */
+import { ToolError, type ApprovalRequest, type ApprovalStatus } from "@toolgate/core";
+import { CliFailure, EXIT, parseDuration, printList, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
-/** Where approved grants wait: `grants/` in the state directory (protected, mode 0700). */
-export const grantsDir = (runtime: Runtime): string => join(runtime.stateDir, "grants");
+const APPROVAL_ID = /^apr_[0-9a-f-]+$/;
+const STATUSES: readonly ApprovalStatus[] = ["pending", "granted", "denied", "consumed", "expired"];
 
-/**
- * Grants approved on this machine wait in the state directory's `grants/` (mode 0600) until the
- * same call is made again; the call picks its grant up by request id, so the human approves, the
- * caller re-runs. No filesystem tool can read or plant one there: the state directory is protected.
- */
-export function grantPath(runtime: Runtime, requestId: string): string {
-  if (!/^apr_[0-9a-f-]+$/.test(requestId)) throw new CliFailure(`not an approval request id: ${requestId}`, EXIT.usage);
-  return join(grantsDir(runtime), `${requestId}.json`);
-}
-
-interface StoredGrant {
-  readonly grant: ApprovalGrant;
-  readonly toolId: string;
-  readonly inputHash: string;
-  readonly principal: string;
-  readonly tenant: string;
-}
-
-/**
- * The grant a human approved for exactly this call (tool, input hash, principal, tenant), if one
- * waits; it is removed as it is taken, so it is offered once.
- */
-export async function takeGrant(runtime: Runtime, call: Omit<StoredGrant, "grant">): Promise<ApprovalGrant | undefined> {
-  const dir = grantsDir(runtime);
-  if (!existsSync(dir)) return undefined;
-  for (const name of await readdir(dir)) {
-    if (!name.endsWith(".json")) continue;
-    const path = join(dir, name);
-    const stored = JSON.parse(await readFile(path, "utf8")) as StoredGrant;
-    if (Date.parse(stored.grant.expiresAt) <= Date.now()) {
-      await rm(path, { force: true });
-      continue;
-    }
-    if (stored.toolId === call.toolId && stored.inputHash === call.inputHash && stored.principal === call.principal && stored.tenant === call.tenant) {
-      await rm(path, { force: true });
-      return stored.grant;
-    }
-  }
-  return undefined;
+/** `1/2` for a two-person request, `-` for one that needs one approver and has none yet. */
+function progressOf(r: ApprovalRequest): string {
+  const needed = r.approvalsNeeded ?? 1;
+  const given = r.approvals?.length ?? (r.status === "granted" || r.status === "consumed" ? 1 : 0);
+  return needed === 1 && given === 0 ? "-" : `${given}/${needed}`;
 }
 
 export function renderRequest(r: ApprovalRequest): string {
@@ -55,50 +23,107 @@ export function renderRequest(r: ApprovalRequest): string {
     `tool     ${r.toolId}${r.target ? ` — ${r.target}` : ""}`,
     `for      ${r.principal} @ ${r.tenant}`,
     `asked    ${r.createdAt}, expires ${r.expiresAt}`,
+    ...(r.callRef !== undefined ? [`callRef  ${r.callRef}`] : []),
     `summary  ${r.preview.summary}`,
   ];
   if (r.preview.details) lines.push(`details  ${JSON.stringify(r.preview.details, null, 2).replace(/\n/g, "\n         ")}`);
   if (r.preview.body !== undefined) lines.push("body", ...r.preview.body.split("\n").map((l) => `  | ${l}`));
-  if (r.decidedBy) lines.push(`decided  ${r.status} by ${r.decidedBy} at ${r.decidedAt}${r.reason ? ` (${r.reason})` : ""}`);
+  const needed = r.approvalsNeeded ?? 1;
+  if (needed > 1 || (r.approvals?.length ?? 0) > 0)
+    lines.push(
+      `approvals ${r.approvals?.length ?? 0} of ${needed}${needed > 1 ? " (two distinct approvers)" : ""}`,
+      ...(r.approvals ?? []).map((a) => `  approved by ${a.by} (${a.via}) at ${a.at}`),
+    );
+  if (r.decidedBy)
+    lines.push(`decided  ${r.status} by ${r.decidedBy}${r.decidedVia ? ` (${r.decidedVia})` : ""} at ${r.decidedAt}${r.reason ? ` (${r.reason})` : ""}`);
   return lines.join("\n");
 }
 
 export async function approvalsList(runtime: Runtime, options: { status: string; json: boolean }, io: Io): Promise<number> {
-  const status = options.status === "all" ? undefined : (options.status.split(",") as ApprovalStatus[]);
-  const requests = await runtime.gate.approvals.list(status ? { status } : {});
-  if (options.json) io.out(JSON.stringify(requests, null, 2));
-  else if (requests.length === 0) io.out(`no ${options.status} approval requests`);
-  else
-    io.out(
-      table(
-        ["request", "status", "tool", "principal", "summary"],
-        requests.map((r) => [r.id, r.status, r.toolId, r.principal, r.preview.summary]),
-      ),
-    );
-  return EXIT.ok;
+  const status = options.status === "all" ? undefined : (options.status.split(",").map((s) => s.trim()) as ApprovalStatus[]);
+  const wrong = status?.find((s) => !STATUSES.includes(s));
+  if (wrong !== undefined)
+    throw new CliFailure(`--status: ${JSON.stringify(wrong)} is not a status`, EXIT.usage, `use ${STATUSES.join(", ")} (comma-separated) or all`);
+  return printList(io, await runtime.gate.approvals.list(status ? { status } : {}), {
+    json: options.json,
+    empty: `no ${options.status} approval requests`,
+    headers: ["request", "status", "approvals", "tool", "principal", "summary"],
+    row: (r) => [r.id, r.status, progressOf(r), r.toolId, r.principal, r.preview.summary],
+  });
+}
+
+async function existing(runtime: Runtime, id: string): Promise<ApprovalRequest> {
+  if (!APPROVAL_ID.test(id))
+    throw new CliFailure(`not an approval request id: ${JSON.stringify(id)}`, EXIT.usage, "ids look like apr_…; toolgate approvals list shows them");
+  const request = await runtime.gate.approvals.get(id);
+  if (!request) throw new CliFailure(`no approval request ${id}`, EXIT.failed, "toolgate approvals list shows the pending ones");
+  return request;
 }
 
 export async function approvalsShow(runtime: Runtime, id: string, options: { json: boolean }, io: Io): Promise<number> {
-  const request = await runtime.gate.approvals.get(id);
-  if (!request) throw new CliFailure(`no approval request ${id}`, EXIT.failed, "toolgate approvals list shows the pending ones");
+  const request = await existing(runtime, id);
   io.out(options.json ? JSON.stringify(request, null, 2) : renderRequest(request));
   return EXIT.ok;
 }
 
-export async function approvalsApprove(runtime: Runtime, id: string, options: { approver: string; ttl: string }, io: Io): Promise<number> {
-  const path = grantPath(runtime, id);
-  const request = await runtime.gate.approvals.get(id);
-  if (!request) throw new CliFailure(`no approval request ${id}`, EXIT.failed, "toolgate approvals list shows the pending ones");
-  const grant = await runtime.gate.approvals.grant(id, { approver: options.approver, ttlMs: parseDuration(options.ttl) });
-  const stored: StoredGrant = { grant, toolId: request.toolId, inputHash: request.inputHash, principal: request.principal, tenant: request.tenant };
-  await mkdir(grantsDir(runtime), { recursive: true, mode: 0o700 });
-  await writeFile(path, JSON.stringify(stored), { mode: 0o600 });
-  io.out(`approved ${id} for ${grant.toolId} until ${grant.expiresAt}; run the same call again to use it (once)`);
+/** The old `--approver NAME`: a typed name approved nothing; the CLI decides as the owner now. */
+function refuseTypedApprover(options: { approver?: string }): void {
+  if (options.approver !== undefined)
+    throw new CliFailure(
+      "--approver is gone: the CLI decides as the owner (recorded as owner), and operators decide signed in to the console",
+      EXIT.usage,
+      "drop --approver; for another person: toolgate operators add NAME --role approver, then toolgate console",
+    );
+}
+
+/** A decision the journal refused, said as what to do next. */
+function decisionRefused(error: unknown, id: string): unknown {
+  if (!ToolError.is(error)) return error;
+  if (error.code === "approval_invalid" && /second|different|distinct/i.test(error.message))
+    return new CliFailure(
+      `${id} needs a second, different approver: the owner has approved it already`,
+      EXIT.failed,
+      "another operator approves it in the console: toolgate operators add NAME --role approver, then toolgate console",
+    );
+  if (error.code.startsWith("approval_"))
+    return new CliFailure(
+      `${error.message} (${error.code})`,
+      EXIT.failed,
+      `toolgate approvals show ${id} says where it stands; run the call again for a new request`,
+    );
+  return error;
+}
+
+export async function approvalsApprove(runtime: Runtime, id: string, options: { ttl: string; approver?: string }, io: Io): Promise<number> {
+  refuseTypedApprover(options);
+  const ttlMs = parseDuration(options.ttl);
+  await existing(runtime, id);
+  const desk = runtime.gate.approvals;
+  const decided = await desk.grant(id, { by: runtime.gate.authority.owner(), ttlMs }).catch((error: unknown) => {
+    throw decisionRefused(error, id);
+  });
+  if (decided.status === "needs_another") {
+    const r = decided.request;
+    io.out(
+      [
+        `recorded owner's approval of ${id}: ${r.approvals?.length ?? 1} of ${r.approvalsNeeded ?? 2}; it needs another, different approver`,
+        "another operator approves it in the console: toolgate operators add NAME --role approver, then toolgate console",
+      ].join("\n"),
+    );
+    return EXIT.approval;
+  }
+  io.out(`approved ${id} (by owner) for ${decided.grant.toolId} until ${decided.grant.expiresAt}; run the same call again: it runs once`);
   return EXIT.ok;
 }
 
-export async function approvalsDeny(runtime: Runtime, id: string, options: { approver: string; reason: string }, io: Io): Promise<number> {
-  await runtime.gate.approvals.deny(id, { approver: options.approver, reason: options.reason });
-  io.out(`denied ${id}`);
+export async function approvalsDeny(runtime: Runtime, id: string, options: { reason?: string; approver?: string }, io: Io): Promise<number> {
+  refuseTypedApprover(options);
+  const reason = options.reason?.trim() ?? "";
+  if (reason === "") throw new CliFailure("a denial needs --reason", EXIT.usage, `e.g. toolgate approvals deny ${id} --reason "wrong recipient"`);
+  await existing(runtime, id);
+  await runtime.gate.approvals.deny(id, { by: runtime.gate.authority.owner(), reason }).catch((error: unknown) => {
+    throw decisionRefused(error, id);
+  });
+  io.out(`denied ${id} (by owner): ${reason}`);
   return EXIT.ok;
 }

@@ -134,7 +134,7 @@ export async function auditVerify(runtime: Runtime, options: AuditVerifyOptions,
 /** The rows that fail, as one line: how many, and the first few with what is wrong. */
 function rowsFailure(rows: JournalRowsVerdict): string {
   if (!rows.chain.ok) return `audit chain broken at #${rows.chain.seq}: ${rows.chain.reason}`;
-  const named = { entry: "outbox entry", request: "approval request", audit: "audit event" } as const;
+  const named = { entry: "outbox entry", request: "approval request", record: "authority record", audit: "audit event" } as const;
   const shown = rows.problems.slice(0, 5).map((p) => `${named[p.kind]} ${p.id}: ${p.problem} (${p.detail})`);
   const more = rows.problems.length > shown.length ? `; and ${rows.problems.length - shown.length} more (--json lists all)` : "";
   return `${rows.problems.length} stored row${rows.problems.length === 1 ? " fails" : "s fail"} verification: ${shown.join("; ")}${more}`;

@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { hashCanonical, type InvokeResult } from "@toolgate/core";
-import { CliFailure, EXIT, type Io } from "../output.js";
+import { type InvokeResult } from "@toolgate/core";
+import { CliFailure, EXIT, hintFor, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
-import { renderRequest, takeGrant } from "./approvals.js";
+import { renderRequest } from "./approvals.js";
 
 export interface CallOptions {
   readonly input: string;
@@ -14,7 +14,11 @@ export interface CallOptions {
   readonly json: boolean;
 }
 
-/** One governed call. A grant approved with `toolgate approvals approve` is picked up by request id. */
+/**
+ * One governed call. After a human approved it (`toolgate approvals approve`, the console), the
+ * same call again runs: the gate finds the granted request by its binding (tool, input, principal,
+ * tenant, preview) in the journal and consumes it with the call, once.
+ */
 export async function callCommand(runtime: Runtime, toolId: string, options: CallOptions, io: Io): Promise<number> {
   const input = await readInput(runtime, options.input);
   const call = {
@@ -26,15 +30,7 @@ export async function callCommand(runtime: Runtime, toolId: string, options: Cal
       if (io.interactive) io.err(`… ${event.message}`);
     },
   };
-  // A grant a human approved for exactly this call is used (once); the gate checks it again.
-  let inputHash: string | undefined;
-  try {
-    inputHash = hashCanonical(input);
-  } catch {
-    inputHash = undefined; // not plain JSON: the gate refuses it with the reason
-  }
-  const grant = inputHash ? await takeGrant(runtime, { toolId, inputHash, principal: call.principal, tenant: call.tenant }) : undefined;
-  const result: InvokeResult = await runtime.gate.invoke(toolId, input, grant ? { ...call, approval: grant } : call);
+  const result: InvokeResult = await runtime.gate.invoke(toolId, input, call);
   if (options.json) io.out(JSON.stringify(result, null, 2));
   else io.out(describeResult(runtime, result));
   switch (result.status) {
@@ -57,11 +53,17 @@ function describeResult(runtime: Runtime, result: InvokeResult): string {
         `request ${result.requestId}, expires ${result.expiresAt}`,
         `preview: ${result.preview.summary}`,
         ...(result.preview.body !== undefined ? result.preview.body.split("\n").map((l) => `  | ${l}`) : []),
-        `approve: toolgate approvals approve ${result.requestId} --approver <you>   then run this call again`,
+        `approve: toolgate approvals approve ${result.requestId} (or an operator, in toolgate console), then run this call again`,
       ].join("\n");
     case "denied":
-    case "error":
-      return `${result.status}: ${result.code} — ${result.message}\n(effect: ${result.boundary.replace(/_/g, " ")}; journal #${result.receipt?.seq ?? "?"}; ${runtime.journal.kind})`;
+    case "error": {
+      const hint = hintFor(result.code, result.toolId);
+      return [
+        `${result.status}: ${result.code} — ${result.message}`,
+        `(effect: ${result.boundary.replace(/_/g, " ")}; journal #${result.receipt?.seq ?? "?"}; ${runtime.journal.kind})`,
+        ...(hint ? [`hint: ${hint}`] : []),
+      ].join("\n");
+    }
   }
 }
 
