@@ -58,6 +58,8 @@ const MAX_CALL_REF = 256;
  * operator.
  */
 export function createApprovalBroker(gate: Gate, call: CallOptions, options: FrameworkApprovalOptions) {
+  // Only the app's approver decides; there is no fallback to anyone (least of all this adapter).
+  const approver: Approver | undefined = options.approver;
   const outcomes = new Map<string, InvokeResult>();
   const remember = (key: string, outcome: InvokeResult) => {
     outcomes.set(key, outcome);
@@ -76,13 +78,13 @@ export function createApprovalBroker(gate: Gate, call: CallOptions, options: Fra
     );
     // The human was shown no request for this call: it waits for an operator like any other.
     if (shown.length === 0) return asked;
-    if (shown.length > 1) return refused(asked, `several requests were asked under call id ${callId}; an operator decides them in the console`);
+    if (shown.length > 1) return refused(asked, "several requests were asked under this call id; an operator decides them in the console");
     if (shown[0]!.id !== asked.requestId)
       return refused(asked, `this call is not the one the human approved (request ${shown[0]!.id}): its input or preview changed`);
-    if (options.approver === undefined) return asked;
+    if (approver === undefined) return asked;
     let decision;
     try {
-      decision = await gate.approvals.grant(asked.requestId, { by: options.approver });
+      decision = await gate.approvals.grant(asked.requestId, { by: approver });
     } catch (cause) {
       return refused(
         asked,
