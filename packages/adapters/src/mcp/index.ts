@@ -1,6 +1,8 @@
 export { createMcpServer, serveMcp, toMcpTool, MCP_META } from "./server.js";
 export type { McpServerOptions, ServeMcpOptions, McpTransportOption, McpServerHandle } from "./server.js";
-export { serveMcpCommand } from "./command.js";
+export { serveMcpCommand, registeredClient } from "./command.js";
+export { PROTECTED_RESOURCE_METADATA_PATH, metadataUrl, protectedResourceMetadata } from "./http-auth.js";
+export type { McpProfiles, HttpServerOptions } from "./http.js";
 export type { ServeMcpCommandOptions } from "./command.js";
 export { importMcpServer, definitionDigest, descriptionDigest, MAX_TOOL_PAGES } from "./import.js";
 export type { ImportMcpServerOptions, ImportedToolDescription, ImportedMcpServer, SkippedTool, DriftReport } from "./import.js";

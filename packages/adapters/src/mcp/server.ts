@@ -1,17 +1,7 @@
-import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import {
-  CallToolRequestSchema,
-  ElicitResultSchema,
-  ListToolsRequestSchema,
-  type CallToolResult,
-  type Tool as McpTool,
-} from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import {
   ToolError,
   type AnyToolManifest,
@@ -24,8 +14,11 @@ import {
   type ProgressEvent,
   type ToolDescriptor,
 } from "@toolgate/core";
+import type { McpClient } from "@toolgate/core/operator";
 import { approvalFacts, approvalText, refusalFacts, refusalText } from "../shared/describe-result.js";
 import { bareSchema, profileReaches, reachableTools, type ExposeOptions } from "../shared/reachable.js";
+import { askThroughElicitation } from "./elicit.js";
+import { serveHttp, type HttpServerOptions } from "./http.js";
 
 /** `_meta` keys this server reads and writes. */
 export const MCP_META = {
@@ -52,14 +45,16 @@ export interface McpServerOptions extends ExposeOptions {
   readonly name?: string;
   readonly version?: string;
   /**
-   * Ask the human through MCP elicitation when a call needs approval and the client supports it;
-   * default true. Without it (or without client support) the approval comes back as a result.
+   * The registered MCP client these calls come from (`gate.authority.clients`); over HTTP, the one
+   * whose token opened the session. Elicitation is used only for a client whose record an operator
+   * enabled it for (`toolgate mcp-clients add NAME --elicitation`): the decision then records that
+   * client (`mcp:<clientId>`) as the approver. Without one, approval comes back as a result.
    */
+  readonly client?: McpClient;
+  /** `false`: never ask through elicitation, even a client whose record allows it. Off by default for every other client. */
   readonly elicitation?: boolean;
   /** How long to wait for the human's answer to an elicitation; default 10 minutes. */
   readonly elicitationTimeoutMs?: number;
-  /** Recorded as the grant's approver when the human approves through elicitation; default `mcp-elicitation`. */
-  readonly approver?: string;
 }
 
 /** Where `serveMcp` listens. HTTP binds 127.0.0.1 only. */
@@ -68,9 +63,14 @@ export type McpTransportOption =
   | { readonly type: "stdio"; readonly stdin?: Readable; readonly stdout?: Writable }
   | { readonly type: "http"; readonly port?: number; readonly path?: string };
 
-export interface ServeMcpOptions extends McpServerOptions {
-  readonly transport: McpTransportOption;
-}
+/**
+ * Over stdio the calls run as the options say (or as the named `client`'s record says); over HTTP
+ * each client authenticates with its own bearer token and runs under its record's profile
+ * (resolved in `profiles`), principal and tenant.
+ */
+export type ServeMcpOptions =
+  | (McpServerOptions & { readonly transport: Exclude<McpTransportOption, { readonly type: "http" }> })
+  | (HttpServerOptions & { readonly transport: Extract<McpTransportOption, { readonly type: "http" }> });
 
 /** A running MCP server. */
 export interface McpServerHandle {
@@ -87,20 +87,27 @@ const DEFAULT_ELICITATION_TIMEOUT_MS = 10 * 60_000;
  * An MCP server (the SDK's low-level `Server`, not yet connected) whose tools are the gate's tools
  * the profile can reach. Every `tools/call` goes through `gate.invoke`:
  * - `ok` → text content (fenced when untrusted) and, for trusted output only, `structuredContent` when the tool has an object output schema;
- * - `approval_required` → an elicitation when the client supports it (approve → the grant is
- *   obtained with `approver` and the call made again), otherwise an `isError` result carrying the
- *   preview and request id in text and in `_meta["io.toolgate/approval"]`;
+ * - `approval_required` → an `isError` result carrying the preview and the stable request id in
+ *   text and in `_meta["io.toolgate/approval"]`; once an operator approves that request, the same
+ *   call made again runs (once). Only for a `client` whose record an operator enabled elicitation
+ *   for is the human asked in band (see `askThroughElicitation`);
  * - `denied` / `error` → an `isError` result with the typed code (`_meta["io.toolgate/error"]`).
  * A request's progress token gets progress notifications; MCP cancellation aborts the gate's signal.
  * A grant obtained out of band may be passed back in the request's `_meta["io.toolgate/grant"]`.
  */
 export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<TTool>, options: McpServerOptions): Server {
   const gate = typedGate as unknown as Gate;
+  const client = options.client;
+  if (client && (client.principal !== options.principal || client.tenant !== options.tenant || client.profile !== options.profile.name)) {
+    throw new ToolError(
+      "config_invalid",
+      `MCP client ${client.name} runs as its record says: profile ${client.profile}, principal ${client.principal}, tenant ${client.tenant}`,
+    );
+  }
   const call: CallOptions = { principal: options.principal, tenant: options.tenant, profile: options.profile };
   const served = new Map<string, ToolDescriptor>(reachableTools(gate, options.profile, options).map((d) => [d.id, d]));
   const tools: McpTool[] = [...served.values()].map(toMcpTool);
   const objectOutput = new Set(tools.filter((t) => t.outputSchema).map((t) => t.name));
-  const approver = options.approver ?? "mcp-elicitation";
   const elicitationTimeoutMs = options.elicitationTimeoutMs ?? DEFAULT_ELICITATION_TIMEOUT_MS;
 
   const server = new Server({ name: options.name ?? "toolgate", version: options.version ?? "0.1.0" }, { capabilities: { tools: { listChanged: false } } });
@@ -138,46 +145,22 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
     const result = await invoke(thisCall);
     if (result.status !== "approval_required") return toCallResult(result, objectOutput.has(name));
 
-    if (options.elicitation === false || !supportsFormElicitation(server) || extra.signal.aborted) return approvalResult(result);
-    let answer;
-    try {
-      answer = await extra.sendRequest(
-        {
-          method: "elicitation/create",
-          params: {
-            mode: "form",
-            message: approvalText(result),
-            requestedSchema: {
-              type: "object",
-              properties: { approve: { type: "boolean", title: "Approve", description: `Run ${name} as shown above` } },
-              required: ["approve"],
-            },
-          },
-        },
-        ElicitResultSchema,
-        { signal: extra.signal, timeout: elicitationTimeoutMs },
-      );
-    } catch {
-      // No answer (timeout, cancellation, a client that failed): the request stays pending.
-      return approvalResult(result);
-    }
-    if (answer.action === "cancel") return approvalResult(result);
-    if (answer.action === "accept" && answer.content?.["approve"] === true) {
-      let granted: ApprovalGrant;
-      try {
-        granted = await gate.approvals.grant(result.requestId, { approver });
-      } catch (cause) {
-        return errorResult({ status: "denied", code: ToolError.is(cause) ? cause.code : "approval_unknown", message: (cause as Error).message, toolId: name });
-      }
-      const second = await invoke({ ...thisCall, approval: granted });
-      return second.status === "approval_required" ? approvalResult(second) : toCallResult(second, objectOutput.has(name));
-    }
-    try {
-      await gate.approvals.deny(result.requestId, { approver, reason: "declined through MCP elicitation" });
-    } catch {
-      // Already decided or expired: the refusal below stands either way.
-    }
-    return errorResult({ status: "denied", code: "approval_denied", message: `the human declined ${name} (request ${result.requestId})`, toolId: name });
+    const asked = await askThroughElicitation(
+      {
+        gate,
+        server,
+        client: options.client,
+        enabled: options.elicitation,
+        timeoutMs: elicitationTimeoutMs,
+        signal: extra.signal,
+        sendRequest: extra.sendRequest,
+      },
+      result,
+    );
+    if (asked.kind === "pending") return approvalResult(result);
+    if (asked.kind === "refused") return errorResult({ status: "denied", code: asked.code, message: asked.message, toolId: name });
+    const second = await invoke({ ...thisCall, approval: asked.grant });
+    return second.status === "approval_required" ? approvalResult(second) : toCallResult(second, objectOutput.has(name));
   });
 
   return server;
@@ -192,64 +175,12 @@ export async function serveMcp<TTool extends AnyToolManifest>(typedGate: Gate<TT
   const transport = options.transport;
   if (transport === "stdio" || transport.type === "stdio") {
     const streams: { stdin?: Readable; stdout?: Writable } = transport === "stdio" ? {} : transport;
-    const server = createMcpServer(gate, options);
+    const server = createMcpServer(gate, options as McpServerOptions);
     await server.connect(new StdioServerTransport(streams.stdin, streams.stdout));
     return { transport: "stdio", url: undefined, close: () => server.close() };
   }
   if (transport.type !== "http") throw new ToolError("config_invalid", 'transport must be "stdio", { type: "stdio" } or { type: "http" }');
-  return serveHttp(gate, options, transport.port ?? 0, transport.path ?? "/mcp");
-}
-
-async function serveHttp(gate: Gate, options: McpServerOptions, port: number, path: string): Promise<McpServerHandle> {
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
-  let allowedHosts: string[] = [];
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (new URL(req.url ?? "/", "http://127.0.0.1").pathname !== path) return plain(res, 404, "not found");
-    const sessionId = req.headers["mcp-session-id"];
-    if (typeof sessionId === "string") {
-      const session = sessions.get(sessionId);
-      if (!session) return jsonRpcError(res, 404, "unknown or closed session");
-      return session.transport.handleRequest(req, res);
-    }
-    if (req.method !== "POST") return jsonRpcError(res, 400, "no session: send initialize first");
-    const server = createMcpServer(gate, options);
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      enableDnsRebindingProtection: true,
-      allowedHosts,
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, server });
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
-    };
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
-    if (transport.sessionId === undefined) await server.close();
-  };
-  const http: HttpServer = createServer((req, res) => {
-    handle(req, res).catch(() => {
-      if (!res.headersSent) jsonRpcError(res, 500, "internal error");
-      else res.end();
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    http.once("error", reject);
-    http.listen(port, "127.0.0.1", () => resolve());
-  });
-  const bound = (http.address() as AddressInfo).port;
-  allowedHosts = [`127.0.0.1:${bound}`, `localhost:${bound}`];
-  return {
-    transport: "http",
-    url: new URL(`http://127.0.0.1:${bound}${path}`),
-    async close() {
-      await Promise.all([...sessions.values()].map((s) => s.server.close().catch(() => undefined)));
-      sessions.clear();
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
+  return serveHttp(gate, options as HttpServerOptions, transport.port ?? 0, transport.path ?? "/mcp", createMcpServer);
 }
 
 /**
@@ -307,8 +238,17 @@ function toCallResult(result: Exclude<InvokeResult, ApprovalRequiredResult>, str
   };
 }
 
+/** The request and what to do next: the id is stable, so an operator's approval reaches the retry. */
 function approvalResult(result: ApprovalRequiredResult): CallToolResult {
-  return { isError: true, content: [{ type: "text", text: approvalText(result) }], _meta: { [MCP_META.approval]: approvalFacts(result) } };
+  const next = `Once an operator approves request ${result.requestId} (in the console, or toolgate approvals approve ${result.requestId}), make this same call again with the same input: it runs once.`;
+  return {
+    isError: true,
+    content: [
+      { type: "text", text: approvalText(result) },
+      { type: "text", text: next },
+    ],
+    _meta: { [MCP_META.approval]: approvalFacts(result) },
+  };
 }
 
 function errorResult(
@@ -331,12 +271,6 @@ function nextProgress(previous: number, fraction: number | undefined): number {
   return previous + 1;
 }
 
-function supportsFormElicitation(server: Server): boolean {
-  const elicitation = server.getClientCapabilities()?.elicitation as Record<string, unknown> | undefined;
-  // An empty capability object predates modes and means form.
-  return elicitation !== undefined && (elicitation["form"] !== undefined || Object.keys(elicitation).length === 0);
-}
-
 function grantFrom(raw: unknown): ApprovalGrant | undefined {
   if (!isRecord(raw)) return undefined;
   const { requestId, token, toolId, expiresAt } = raw;
@@ -346,12 +280,4 @@ function grantFrom(raw: unknown): ApprovalGrant | undefined {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
-function plain(res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { "content-type": "text/plain" }).end(text);
-}
-
-function jsonRpcError(res: ServerResponse, status: number, message: string): void {
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
 }
