@@ -113,6 +113,18 @@ describe("the gate's state is out of the repo family's reach", () => {
     expect(existsSync(join(state, "grants", "apr_1.json"))).toBe(false);
   });
 
+  it("the console's webhook secret file, kept in the project, is out of every tool's reach", async () => {
+    compose(`console: { webhook: { url: "https://chat.example/hook", secret: { file: "keys/hook.secret" } } },`, `{ dropDefaultDeny: ["*.key"] }`);
+    mkdirSync(join(project, "keys"));
+    const secret = "whsec-".padEnd(48, "q");
+    writeFileSync(join(project, "keys", "hook.secret"), `${secret}\n`, { mode: 0o600 });
+    expect((await toolgate("inventory")).code).toBe(0);
+    const result = await read("keys/hook.secret");
+    expect(result.code).toBe(1);
+    expect(result.out).toContain("the gate's own state");
+    expect(result.out + result.err).not.toContain(secret);
+  });
+
   it("the SQLite store protects its own file and its -wal and -shm wherever the journal is", async () => {
     compose(`journal: { sqlite: "data/journal.sqlite" },`, `{ dropDefaultDeny: [".toolgate/"] }`);
     expect((await toolgate("inventory")).code).toBe(0);
