@@ -1,8 +1,16 @@
 import { createServer } from "node:net";
 import pg from "pg";
 import { sha256Hex, ToolError, type Journal } from "@toolgate/core";
-import { verifyAuditChain } from "@toolgate/core/operator";
-import { describeJournal, describeJournalTampering, sampleIntent, sampleRequest, type RawJournalRows } from "@toolgate/core/testing";
+import { verifyAuditChain, verifyJournalRows } from "@toolgate/core/operator";
+import {
+  describeJournal,
+  describeJournalTampering,
+  expectUpgradeSample,
+  sampleIntent,
+  sampleRequest,
+  writeUpgradeSample,
+  type RawJournalRows,
+} from "@toolgate/core/testing";
 import { expect, it } from "vitest";
 import { connectPostgresJournal, POSTGRES_SCHEMA_VERSION, type PostgresJournal } from "./index.js";
 import { describeWithPostgres, freshSchema, pgUrl } from "./fixtures/postgres.js";
@@ -49,6 +57,16 @@ function rawRows(schema: string): RawJournalRows {
         [r.id, r.status, r.inputHash, r.text],
       ),
     deleteRequest: (id) => run(`DELETE FROM ${s}.approvals WHERE request_id = $1`, [id]),
+    record: (kind, id) =>
+      run(`SELECT record FROM ${s}.records WHERE kind = $1 AND record_id = $2`, [kind, id], (rows) => rows[0]?.["record"] as string | undefined),
+    // An UPDATE of the stored row when there is one (an edit), an INSERT otherwise (a forgery).
+    putRecord: (r) =>
+      run(`INSERT INTO ${s}.records (kind, record_id, record) VALUES ($1, $2, $3) ON CONFLICT (kind, record_id) DO UPDATE SET record = EXCLUDED.record`, [
+        r.kind,
+        r.id,
+        r.text,
+      ]),
+    deleteRecord: (kind, id) => run(`DELETE FROM ${s}.records WHERE kind = $1 AND record_id = $2`, [kind, id]),
     rewindSubject: (subject, to) => run(`UPDATE ${s}.audit SET subject = NULL WHERE subject = $1 AND seq > $2`, [subject, to.seq]),
   };
 }
@@ -122,6 +140,43 @@ describeWithPostgres("connectPostgresJournal refuses what it cannot safely use",
       await journal.close();
     } finally {
       await empty.drop();
+    }
+  });
+
+  it("upgrades a schema-2 database in place: its sealed rows still open, a granted request is joined, records work", async () => {
+    const { schema, drop } = freshSchema();
+    const s = `"${schema}"`;
+    try {
+      const journal = await connectPostgresJournal(pgUrl, { auditKey: KEY, schema });
+      await writeUpgradeSample(journal);
+      await journal.close();
+      // Back to schema 2 exactly as its migrations left it (the row format did not change).
+      const admin = new pg.Client({ connectionString: pgUrl });
+      await admin.connect();
+      await admin.query(`DROP TABLE ${s}.records; DROP INDEX ${s}.approvals_open; DROP INDEX ${s}.audit_record_subject;
+        CREATE INDEX approvals_pending ON ${s}.approvals (input_hash) WHERE status = 'pending';
+        UPDATE ${s}.toolgate_meta SET value = '2' WHERE name = 'schema_version'`);
+      const indexes = await admin.query(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [schema]);
+      await admin.end();
+      expect(indexes.rows.map((r) => r["indexname"])).toEqual([
+        "approvals_pending",
+        "approvals_pkey",
+        "approvals_request_id_key",
+        "audit_head_pkey",
+        "audit_pkey",
+        "audit_subject",
+        "outbox_claim",
+        "outbox_key_key",
+        "outbox_pkey",
+        "toolgate_meta_pkey",
+      ]);
+
+      const upgraded = await connectPostgresJournal(pgUrl, { auditKey: KEY, schema });
+      expect(upgraded.schemaVersion).toBe(3);
+      await expectUpgradeSample(upgraded);
+      await upgraded.close();
+    } finally {
+      await drop();
     }
   });
 

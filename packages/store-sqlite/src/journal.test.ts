@@ -4,7 +4,15 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { ToolError } from "@toolgate/core";
 import { verifyAuditChain, verifyJournalRows } from "@toolgate/core/operator";
-import { describeJournal, describeJournalTampering, sampleIntent, sampleRequest, type RawJournalRows } from "@toolgate/core/testing";
+import {
+  describeJournal,
+  describeJournalTampering,
+  expectUpgradeSample,
+  sampleIntent,
+  sampleRequest,
+  writeUpgradeSample,
+  type RawJournalRows,
+} from "@toolgate/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteJournal, SQLITE_SCHEMA_VERSION, type SqliteJournal } from "./index.js";
 import { MIGRATIONS } from "./schema.js";
@@ -60,6 +68,17 @@ function rawRows(path: string): RawJournalRows {
         ).run(r.id, r.status, r.inputHash, r.text);
       }),
     deleteRequest: (id) => run((db) => void db.prepare("DELETE FROM approvals WHERE request_id = ?").run(id)),
+    record: (kind, id) => run((db) => db.prepare("SELECT record FROM records WHERE kind = ? AND record_id = ?").pluck().get(kind, id) as string | undefined),
+    // An UPDATE of the stored row when there is one (an edit), an INSERT otherwise (a forgery).
+    putRecord: (r) =>
+      run((db) => {
+        db.prepare("INSERT INTO records (kind, record_id, record) VALUES (?, ?, ?) ON CONFLICT (kind, record_id) DO UPDATE SET record = excluded.record").run(
+          r.kind,
+          r.id,
+          r.text,
+        );
+      }),
+    deleteRecord: (kind, id) => run((db) => void db.prepare("DELETE FROM records WHERE kind = ? AND record_id = ?").run(kind, id)),
     rewindSubject: (subject, to) => run((db) => void db.prepare("UPDATE audit SET subject = NULL WHERE subject = ? AND seq > ?").run(subject, to.seq)),
   };
 }
@@ -134,6 +153,27 @@ describe("openSqliteJournal refuses what it cannot safely use", () => {
     expect(empty.schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
     expect((await empty.head()).seq).toBe(1);
     await empty.close();
+  });
+
+  it("upgrades a schema-2 file in place: its sealed rows still open, a granted request is joined, records work", async () => {
+    const path = tempFile();
+    const journal = await openSqliteJournal(path, { auditKey: KEY });
+    await writeUpgradeSample(journal);
+    await journal.close();
+    // Back to schema 2 exactly as its migrations left a file (the row format did not change).
+    const raw = new Database(path);
+    raw.exec("DROP TABLE records; DROP INDEX approvals_open; CREATE INDEX approvals_pending ON approvals (input_hash) WHERE status = 'pending';");
+    raw.pragma("user_version = 2");
+    const v2 = new Database(":memory:");
+    v2.exec(MIGRATIONS.slice(0, 2).join(";"));
+    const shape = (db: Database.Database) => db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all();
+    expect(shape(raw)).toEqual(shape(v2));
+    raw.close();
+
+    const upgraded = await openSqliteJournal(path, { auditKey: KEY });
+    expect(upgraded.schemaVersion).toBe(3);
+    await expectUpgradeSample(upgraded);
+    await upgraded.close();
   });
 
   it("refuses a second opener with another audit key, before it can append", async () => {

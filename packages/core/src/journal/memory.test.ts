@@ -14,7 +14,7 @@ describeJournal("memory", async () => {
 describeJournalTampering("memory", async () => {
   const auditKey = "tamper-key";
   const driver = memoryDriver();
-  const { entries, requests, latest } = driver.tables;
+  const { entries, requests, records, latest } = driver.tables;
   const raw = {
     entry: async (key: string) => entries.get(key)?.text,
     putEntry: async (row: { key: string; state: "pending" | "completed" | "failed" | "unknown"; updatedMs: number; text: string }) =>
@@ -23,6 +23,9 @@ describeJournalTampering("memory", async () => {
     request: async (id: string) => requests.get(id)?.text,
     putRequest: async (row: Parameters<typeof requests.set>[1]) => void requests.set(row.id, row),
     deleteRequest: async (id: string) => void requests.delete(id),
+    record: async (kind: string, id: string) => records.get(`${kind}:${id}`)?.text,
+    putRecord: async (row: Parameters<typeof records.set>[1]) => void records.set(`${row.kind}:${row.id}`, row),
+    deleteRecord: async (kind: string, id: string) => void records.delete(`${kind}:${id}`),
     rewindSubject: async (subject: string, to: { seq: number; prevMac: string }) => void latest.set(subject, to),
   };
   return { journal: createJournal(driver, { auditKey }), auditKey, raw };

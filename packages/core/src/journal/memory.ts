@@ -60,7 +60,11 @@ export function memoryDriver(): MemoryDriver {
   const entryRow = (key: string, text = entries.get(key)?.text): StoredRow => ({ id: key, text, latest: latest.get(`entry:${key}`) });
   const requestRow = (id: string, text = requests.get(id)?.text): StoredRow => ({ id, text, latest: latest.get(`request:${id}`) });
   const recordRow = (kind: string, id: string, text = records.get(`${kind}:${id}`)?.text): StoredRow => ({ id, text, latest: latest.get(`${kind}:${id}`) });
-  const recordsOf = (kind: string): StoredRow[] => [...records.values()].filter((r) => r.kind === kind).map((r) => recordRow(kind, r.id, r.text));
+  const recordsOf = (kind: string): StoredRow[] => {
+    const rows = [...records.values()].filter((r) => r.kind === kind).map((r) => recordRow(kind, r.id, r.text));
+    const gone = [...latest.keys()].filter((subject) => subject.startsWith(`${kind}:`) && !records.has(subject));
+    return [...rows, ...gone.map((subject) => recordRow(kind, subject.slice(kind.length + 1), undefined))];
+  };
   const list = <T extends { readonly text: string }>(rows: Map<string, T>, keep: (row: T) => boolean, limit = Infinity): StoredRow[] => {
     const out: StoredRow[] = [];
     const row = rows === (entries as Map<string, unknown>) ? entryRow : requestRow;

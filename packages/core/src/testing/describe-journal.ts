@@ -6,6 +6,8 @@ import { createMemoryJournal } from "../journal/memory.js";
 import type { Journal } from "../journal/types.js";
 import { at, checkFor, grantBy, sampleIntent, sampleRequest, withJournalFrom } from "./journal-samples.js";
 import { itWritesWhatTheMemoryJournalWrites } from "./journal-same-as-memory.js";
+import { itKeepsRecords } from "./describe-records.js";
+import { itDecidesApprovals } from "./describe-approvals.js";
 
 export { sampleIntent, sampleRequest };
 
@@ -21,6 +23,9 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
   const withJournal = withJournalFrom(open);
 
   describe(`journal ${name} (conformance)`, () => {
+    itKeepsRecords(withJournal);
+    itDecidesApprovals(withJournal);
+
     it(
       "chains audit events and verifies them",
       withJournal(async ({ journal, auditKey }) => {

@@ -3,11 +3,12 @@ import { hashCanonical, sha256Hex } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import { verifyAuditChain, type AuditKey } from "../journal/audit-chain.js";
 import { createJournal } from "../journal/create-journal.js";
-import type { RowEvent, StoredEntry, StoredRequest } from "../journal/driver.js";
+import type { RowEvent, StoredEntry, StoredRecord, StoredRequest } from "../journal/driver.js";
 import { memoryDriver } from "../journal/memory.js";
 import { pruneJournal, verifyJournalRows } from "../journal/operations.js";
 import type { Journal } from "../journal/types.js";
 import type { JournalUnderTest } from "./describe-journal.js";
+import { itRefusesTamperedRecords } from "./describe-records.js";
 import { at, checkFor, sampleIntent, sampleRequest, withJournalFrom } from "./journal-samples.js";
 
 /**
@@ -22,6 +23,10 @@ export interface RawJournalRows {
   request(id: string): Promise<string | undefined>;
   putRequest(row: StoredRequest): Promise<void>;
   deleteRequest(id: string): Promise<void>;
+  record(kind: string, id: string): Promise<string | undefined>;
+  /** Insert or replace the record row under `row.kind` and `row.id`. */
+  putRecord(row: StoredRecord): Promise<void>;
+  deleteRecord(kind: string, id: string): Promise<void>;
   /** Edit the audit table's subject index so `subject`'s latest link is `to` again. */
   rewindSubject(subject: string, to: RowEvent): Promise<void>;
 }
@@ -60,6 +65,8 @@ export function describeJournalTampering(name: string, open: () => Promise<Tampe
   const withJournal = withJournalFrom(open);
 
   describe(`journal ${name}: stored rows carry their own proof`, () => {
+    itRefusesTamperedRecords(withJournal);
+
     it(
       "refuses a pending request set to granted with a token hash of the attacker's choosing",
       withJournal(async ({ journal, raw }) => {

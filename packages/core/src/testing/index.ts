@@ -13,4 +13,5 @@ export { createNotesStore, createNotesTools } from "./notes-family.js";
 export type { NotesStore } from "./notes-family.js";
 export { describeJournalTampering } from "./describe-tampering.js";
 export type { RawJournalRows, TamperableJournal } from "./describe-tampering.js";
+export { writeUpgradeSample, expectUpgradeSample } from "./describe-records.js";
 export { testApprover, grantAsOwner, denyAsOwner } from "./approver.js";
