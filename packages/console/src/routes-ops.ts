@@ -128,6 +128,11 @@ ${
     const { target, reason } = switchForm(c.get("form"));
     if (!TARGET.test(target) || reason === "")
       return c.html(layout("Not done", pageContext(c, authority), h`<p>Name a target (tool:ID or family:NAME) and a reason.</p>`), 400);
+    // A misspelt target would disable nothing while looking done: only a tool or family this gate has.
+    const inv = inventory();
+    const known = new Set([...inv.tools.map((t) => `tool:${t.id}`), ...inv.families.map((f) => `family:${f.name}`)]);
+    if (!known.has(target))
+      return c.html(layout("Not done", pageContext(c, authority), h`<p>No tool or family ${target} here; nothing was disabled.</p>`), 400);
     try {
       await authority.switches.disable(target, reason, approver);
       return c.redirect("/switches", 303);
