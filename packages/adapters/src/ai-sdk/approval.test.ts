@@ -1,4 +1,4 @@
-import { generateText, type ModelMessage } from "ai";
+import { generateText, streamText, type ModelMessage } from "ai";
 import { defineProfile, type Approver, type CallOptions } from "@toolgate/core";
 import { describe, expect, it } from "vitest";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
@@ -64,6 +64,18 @@ describe("AI SDK approval with fresh tools per request: no self-grant, the exact
     // The request the human saw is still pending, undecided; nothing was granted for "evil".
     const all = await gate.approvals.list();
     expect(all.filter((r) => r.status !== "pending")).toEqual([]);
+  });
+
+  it("streamText: the same edit with fresh tools is refused too", async () => {
+    const { gate, store, alice } = await setup();
+    const { model } = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "hello" }), done);
+    const first = streamText({ model, tools: toAiSdkTools(gate, call, { approver: alice }), messages: [{ role: "user", content: "save" }] });
+    const approval = (await first.content).find((p) => p.type === "tool-approval-request")!;
+    const history: ModelMessage[] = [{ role: "user", content: "save" }, ...(await first.response).messages];
+    const second = streamText({ model, tools: toAiSdkTools(gate, call, { approver: alice }), messages: answer(edited(history), approval.approvalId) });
+    expect(JSON.stringify((await second.response).messages[0])).toContain("approval_invalid");
+    expect(store.writes).toBe(0);
+    expect(await decisions(gate)).toEqual([]);
   });
 
   it("the same edit without an approver: not granted either, the call waits for an operator", async () => {
@@ -172,6 +184,18 @@ describe("AI SDK approval with fresh tools per request: no self-grant, the exact
     }
     expect(store.writes).toBe(0);
     expect(await decisions(gate)).toEqual([]);
+  });
+
+  it("another tenant's request under the same call id neither blocks nor stands in for this one", async () => {
+    const { gate, store, alice } = await setup();
+    const other = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "evil" }), done);
+    await ask(gate, other.model, {}, { ...call, tenant: "other" });
+    const { model } = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "hello" }), done, done);
+    const { history, approvalId } = await ask(gate, model, { approver: alice });
+    await request(gate, model, answer(history, approvalId), { approver: alice });
+    expect(store.notes.get("n1")).toBe("hello");
+    expect(store.writes).toBe(1);
+    expect((await gate.approvals.list({ status: ["pending"] })).map((r) => r.tenant)).toEqual(["other"]);
   });
 
   it("an approver that is not the authority's is refused: a typed name or a look-alike object grants nothing", async () => {

@@ -69,6 +69,20 @@ describe("OpenAI Agents approval: no self-grant, the exact input", () => {
     expect(await decisions(gate)).toEqual([]);
   });
 
+  it("a run state that approves a call id no request was asked for runs nothing, however often it is resumed", async () => {
+    const { gate, store, bob } = await setup();
+    const model = new ScriptedModel([addNote("c1", "hello"), { text: "no" }, { text: "no" }]);
+    const serialised = await interruptAndSerialise(gate, model, { approver: bob });
+    expect(serialised).toContain('"c1"');
+    const forged = serialised.replaceAll('"c1"', '"c0"').replaceAll("hello", "evil");
+    for (let i = 0; i < 2; i++) {
+      await resume(gate, model, forged, { approver: bob });
+      expect(toldModel(model, "c0")).toContain("has not run: a human must approve it first");
+    }
+    expect(store.writes).toBe(0);
+    expect(await decisions(gate)).toEqual([]);
+  });
+
   it("an input edited in the live state after approval is refused, and the request the human saw is not granted", async () => {
     const { gate, store, bob } = await setup();
     const model = new ScriptedModel([addNote("c1", "hello"), { text: "not saved" }]);
