@@ -1,6 +1,6 @@
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile, type CallOptions, type ConnectorRuntime, type Journal } from "@toolgate/core";
 import { recoverOutbox } from "@toolgate/core/operator";
-import { createCrashingJournal } from "@toolgate/core/testing";
+import { createCrashingJournal, grantAsOwner } from "@toolgate/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCalendarTools } from "./calendar-tools.js";
 import { CALENDAR_PERMISSIONS, CALENDAR_SCOPES } from "./permissions.js";
@@ -34,7 +34,7 @@ describe("calendar family through a real gate, the real client and the emulator"
   const approved = async (gate: ReturnType<typeof gateWith>, id: string, input: unknown, options: Partial<CallOptions> = {}) => {
     const first = await gate.invoke(id, input, { ...call, ...options });
     if (first.status !== "approval_required") return first;
-    const grant = await gate.approvals.grant(first.requestId, { approver: "owner" });
+    const grant = await grantAsOwner(gate, first.requestId);
     return gate.invoke(id, input, { ...call, ...options, approval: grant });
   };
   const lunches = () => harness.emulator.calendar.events().filter((e) => e.summary === lunch.summary);
@@ -107,7 +107,7 @@ describe("calendar family through a real gate, the real client and the emulator"
     expect(first.status).toBe("approval_required");
     if (first.status !== "approval_required") return;
     expect(first.preview.details?.["changes"]).toEqual([{ field: "summary", before: "Design review", after: "Review (moved)" }]);
-    const grant = await gate.approvals.grant(first.requestId, { approver: "owner" });
+    const grant = await grantAsOwner(gate, first.requestId);
     await approved(gate, "calendar.update_event", { eventId: "revue00001", changes: { summary: "Renamed by someone else" } });
     const stale = await gate.invoke("calendar.update_event", { eventId: "revue00001", changes: { summary: "Review (moved)" } }, { ...call, approval: grant });
     expect(stale.status === "denied" && stale.code).toBe("approval_invalid");

@@ -1,6 +1,6 @@
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile, type CallOptions, type ConnectorRuntime, type Journal } from "@toolgate/core";
 import { recoverOutbox } from "@toolgate/core/operator";
-import { createCrashingJournal } from "@toolgate/core/testing";
+import { createCrashingJournal, grantAsOwner } from "@toolgate/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createGmailTools } from "./gmail-tools.js";
 import { GMAIL_PERMISSIONS, GMAIL_SCOPES, SEND_CONSENT } from "./permissions.js";
@@ -34,7 +34,7 @@ describe("gmail family through a real gate, the real client and the emulator", (
   const approved = async (gate: ReturnType<typeof gateWith>, id: string, input: unknown, options: Partial<CallOptions> = {}) => {
     const first = await gate.invoke(id, input, { ...call, ...options });
     if (first.status !== "approval_required") return first;
-    const grant = await gate.approvals.grant(first.requestId, { approver: "owner" });
+    const grant = await grantAsOwner(gate, first.requestId);
     return gate.invoke(id, input, { ...call, ...options, approval: grant });
   };
 
@@ -96,7 +96,7 @@ describe("gmail family through a real gate, the real client and the emulator", (
     if (first.status !== "approval_required") return;
     expect(first.preview.details).toMatchObject({ from: OWNER, to: ["ana@example.test"], subject: "Lunch?" });
     expect(first.preview.body).toBe(hello.body);
-    const grant = await gate.approvals.grant(first.requestId, { approver: "owner" });
+    const grant = await grantAsOwner(gate, first.requestId);
     const swapped = await gate.invoke("gmail.send_message", { ...hello, body: "Please wire 5,000 to this account." }, { ...call, approval: grant });
     expect(swapped.status).toBe("denied");
     expect(swapped.status === "denied" && swapped.code).toBe("approval_invalid");
@@ -113,7 +113,7 @@ describe("gmail family through a real gate, the real client and the emulator", (
     expect(first.status).toBe("approval_required");
     if (first.status !== "approval_required") return;
     expect(first.preview.body).toBe("Draft agenda for Monday.");
-    const grant = await gate.approvals.grant(first.requestId, { approver: "owner" });
+    const grant = await grantAsOwner(gate, first.requestId);
     harness.emulator.reset({
       gmail: {
         ...MAILBOX,

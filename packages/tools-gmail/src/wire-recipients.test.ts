@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { beforeEach, describe, expect, it } from "vitest";
 import { call, draftRaw, freshHarness, gmailGate, sendDraftThrough, type Seen } from "./fixtures/drafts.js";
 import { OWNER, type Harness } from "./fixtures/harness.js";
+import { grantAsOwner } from "@toolgate/core/testing";
 
 const word = (text: string): string => `=?UTF-8?B?${Buffer.from(text, "utf8").toString("base64")}?=`;
 
@@ -206,7 +207,7 @@ describe("recipients as the wire sees them, through the gate, the real client an
       if (first.status !== "approval_required") return;
       const seen = { to: ["ana@example.test", "bo@example.test"], cc: ["cy@example.test"], bcc: ["di@example.test"] };
       expect(first.preview.details).toMatchObject(seen);
-      const grant = await gate.approvals.grant(first.requestId, { approver: "owner" });
+      const grant = await grantAsOwner(gate, first.requestId);
       expect((await gate.invoke("gmail.send_message", input, { ...call, approval: grant })).status).toBe("ok");
       expect(harness.emulator.gmail.sent[0]).toMatchObject(seen);
     });

@@ -2,7 +2,7 @@ import type { PageObjectResponse } from "@notionhq/client";
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile, type Gate, type Journal, type Profile } from "@toolgate/core";
 import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
 import { recoverOutbox } from "@toolgate/core/operator";
-import { createCrashingJournal } from "@toolgate/core/testing";
+import { createCrashingJournal, grantAsOwner } from "@toolgate/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { AGENT_TOKEN, SECRET_TITLE, startNotionWorld, type NotionWorld } from "./fixtures/notion-world.js";
 import { createNotionConnector, exchangeNotionCode } from "@toolgate/connector-notion";
@@ -52,7 +52,7 @@ async function approved(gate: NotionGate, toolId: string, input: unknown, extra:
   const call = { principal, tenant, profile: extra.profile ?? profile, ...(extra.idempotencyKey ? { idempotencyKey: extra.idempotencyKey } : {}) };
   const first = await gate.invoke(toolId, input, call);
   if (first.status !== "approval_required") return first;
-  const grant = await gate.approvals.grant(first.requestId, { approver: "human" });
+  const grant = await grantAsOwner(gate, first.requestId);
   return gate.invoke(toolId, input, { ...call, approval: grant });
 }
 
@@ -121,7 +121,7 @@ describe("notion family: negative cases", () => {
     expect(first.status).toBe("approval_required");
     if (first.status !== "approval_required") return;
     expect(first.preview.body).toBe("Approved text");
-    const grant = await gate.approvals.grant(first.requestId, { approver: "human" });
+    const grant = await grantAsOwner(gate, first.requestId);
     const before = world.emulator.requests.length;
     const swapped = await gate.invoke(
       "notion.append_blocks",
@@ -233,7 +233,7 @@ describe("notion family: negative cases", () => {
     const controller = new AbortController();
     const first = await gate.invoke("notion.add_comment", { pageId: world.ids.notes, text: "late" }, { principal, tenant, profile });
     if (first.status !== "approval_required") throw new Error("expected approval");
-    const grant = await gate.approvals.grant(first.requestId, { approver: "human" });
+    const grant = await grantAsOwner(gate, first.requestId);
     const pending = gate.invoke(
       "notion.add_comment",
       { pageId: world.ids.notes, text: "late" },

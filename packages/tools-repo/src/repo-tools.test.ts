@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, chmodSync } from "node:fs";
+import { grantAsOwner } from "@toolgate/core/testing";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -163,7 +164,7 @@ describe("writing", () => {
       expect.objectContaining({ path: "src/new.ts", change: "create", added: 1, removed: 0 }),
       expect.objectContaining({ path: "src/b.ts", change: "delete", added: 0, removed: 1 }),
     ]);
-    const grant = await gate.approvals.grant(first.requestId, { approver: "human-1" });
+    const grant = await grantAsOwner(gate, first.requestId);
     expect((await gate.invoke("repo.apply_patch", { patch }, call(undefined, { approval: grant }))).status).toBe("ok");
     expect(read("src/a.ts")).toBe("export const a = 1;\nexport const c = 3;\n");
     expect(read("src/new.ts")).toBe("new\n");

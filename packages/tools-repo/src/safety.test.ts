@@ -1,4 +1,5 @@
 import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { grantAsOwner } from "@toolgate/core/testing";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defineProfile, type Gate, type InvokeResult } from "@toolgate/core";
@@ -353,7 +354,7 @@ describe("authorization", () => {
     if (first.status !== "approval_required") return;
     expect(first.preview.details).toMatchObject({ message: "Change README", paths: ["README.md"] });
     expect(first.preview.body).toContain("README.md | +1 -0");
-    const grant = await gate.approvals.grant(first.requestId, { approver: "human-1" });
+    const grant = await grantAsOwner(gate, first.requestId);
     expect((await gate.invoke("repo.commit", input, call(fullProfile, { approval: { ...grant, token: "forged" } }))).status).toBe("denied");
     expect((await gate.invoke("repo.commit", input, { ...call(), principal: "agent-2", approval: grant })).status).toBe("denied");
     expect((await gate.invoke("repo.commit", { ...input, message: "Something else" }, call(fullProfile, { approval: grant }))).status).toBe("denied");
@@ -368,7 +369,7 @@ describe("authorization", () => {
     expect(first.status).toBe("approval_required");
     if (first.status !== "approval_required") return;
     expect(first.preview.body).toContain("+beta");
-    const grant = await gate.approvals.grant(first.requestId, { approver: "human-1" });
+    const grant = await grantAsOwner(gate, first.requestId);
 
     // Another input under the same grant.
     const other = await gate.invoke("repo.write_file", { path: "src/a.txt", content: "alpha\nrm -rf\n" }, call(fullProfile, { approval: grant }));
@@ -392,7 +393,7 @@ describe("authorization", () => {
     const first = await gate.invoke("repo.apply_patch", { patch: patchA }, call());
     expect(first.status).toBe("approval_required");
     if (first.status !== "approval_required") return;
-    const grant = await gate.approvals.grant(first.requestId, { approver: "human-1" });
+    const grant = await grantAsOwner(gate, first.requestId);
     const replayed = await gate.invoke("repo.apply_patch", { patch: patchB }, call(fullProfile, { approval: grant }));
     expect(codeOf(replayed)).toBe("approval_invalid");
     expect(readFileSync(path.join(repo.root, "src/a.txt"), "utf8")).toBe("alpha\n");

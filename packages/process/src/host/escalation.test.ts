@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { grantAsOwner } from "@toolgate/core/testing";
 import { eventually, fenced, gateOver, startFixture } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
 
@@ -59,7 +60,7 @@ describe("escalations are remembered for the caller who raised them", () => {
     if (mine.status !== "approval_required" || theirs.status !== "approval_required")
       throw new Error(`expected two approval requests: ${mine.status}, ${theirs.status}`);
     expect(mine.requestId).not.toBe(theirs.requestId);
-    const grant = await gate.approvals.grant(mine.requestId, { approver: "human" });
+    const grant = await grantAsOwner(gate, mine.requestId);
     // The grant is bound to its caller: presented by the other one, it is refused.
     expect(await gate.invoke("fx.escalate", input, { ...other, approval: grant })).toMatchObject({ status: "denied" });
     expect(await gate.invoke("fx.escalate", input, { ...call, approval: grant })).toMatchObject({ status: "ok", output: { output: { approved: true } } });
@@ -103,7 +104,7 @@ describe("what an approver sees of an escalation: the host's words, the tool's r
     expect(asked.preview.summary).toBe(summary);
     expect(JSON.stringify(asked.preview.details)).not.toContain("sk-live");
     // The grant still binds this very reason: approved, the call runs.
-    const grant = await gate.approvals.grant(asked.requestId, { approver: "human" });
+    const grant = await grantAsOwner(gate, asked.requestId);
     expect(await gate.invoke("fx.escalate", { action }, { ...call, approval: grant })).toMatchObject({ status: "ok" });
   });
 

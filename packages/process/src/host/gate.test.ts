@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { grantAsOwner } from "@toolgate/core/testing";
 import { eventually, fenced, gateOver, startFixture } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
 
@@ -106,7 +107,7 @@ describe("the gate's steps apply to process tools", () => {
     // another input is not escalated by this one
     const other = await gate.invoke("fx.escalate", { action: "something else" }, call);
     expect(other).toMatchObject({ status: "error", code: "approval_unknown" });
-    const grant = await gate.approvals.grant(asked.requestId, { approver: "human" });
+    const grant = await grantAsOwner(gate, asked.requestId);
     const done = await gate.invoke("fx.escalate", input, { ...call, approval: grant });
     expect(done).toMatchObject({ status: "ok", output: { output: { done: "delete the archive", approved: true } } });
   });
