@@ -2,7 +2,7 @@ import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { randomBytes } from "node:crypto";
-import { ToolError, type Gate } from "@toolgate/core";
+import { ToolError } from "@toolgate/core";
 import { buildInventory, type Inventory } from "@toolgate/core/operator";
 import { h, layout, messagePage, type PageContext } from "./html.js";
 import { approvalRoutes } from "./routes-approvals.js";
@@ -81,7 +81,7 @@ export function forbidden(c: Context<ConsoleEnv>, authority: ConsoleAuthority | 
 }
 
 export function createConsoleApp(options: ConsoleOptions, binding: ConsoleBinding = {}): ConsoleApp {
-  const gate = options.gate as ConsoleGate;
+  const gate = options.gate;
   const authority = gate?.authority;
   if (!authority || typeof authority.session !== "function")
     throw new ToolError("config_invalid", "the console needs a gate with an approval authority (gate.authority)");
@@ -94,7 +94,7 @@ export function createConsoleApp(options: ConsoleOptions, binding: ConsoleBindin
       ? options.inventory
       : options.inventory
         ? () => options.inventory as Inventory
-        : () => buildInventory((gate as unknown as Gate).registry);
+        : () => buildInventory(gate.registry);
   const watcher = watchQueue(gate.approvals, options.pollMs ?? 500, (error) =>
     log(`console: reading the approval queue failed: ${error instanceof Error ? error.message : "error"}`),
   );

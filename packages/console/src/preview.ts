@@ -65,9 +65,8 @@ export function renderDiff(body: string): Markup {
 }
 
 /** How many approvals a request has and needs (the two-person rule). */
-export function approvalsOf(request: ApprovalRequest): { readonly have: readonly { by: string; via: string; at: string }[]; readonly need: number } {
-  const loose = request as ApprovalRequest & { approvals?: readonly { by: string; via: string; at: string }[]; approvalsNeeded?: number };
-  return { have: loose.approvals ?? [], need: loose.approvalsNeeded ?? 1 };
+export function approvalsOf(request: ApprovalRequest): { readonly have: NonNullable<ApprovalRequest["approvals"]>; readonly need: number } {
+  return { have: request.approvals ?? [], need: request.approvalsNeeded ?? 1 };
 }
 
 /** The concrete preview of one request: summary, target, every fact, the body (a diff as a diff). */

@@ -16,7 +16,7 @@ const MAX_TTL_MINUTES = 24 * 60;
 
 function requestCard(r: ApprovalRequest, ctx: { csrf: string; canDecide: boolean }): Markup {
   const { have, need } = approvalsOf(r);
-  const callRef = (r as { callRef?: string }).callRef;
+  const { callRef } = r;
   return h`<article class="request" id="${r.id}" data-request-id="${r.id}" data-tool-id="${r.toolId}" data-approvals="${have.length}/${need}">
 <header><h2>${visible(r.toolId)}${r.kind === "output" ? " — release a held result" : ""}</h2>
 <p class="meta">Request <code>${r.id}</code> · for <strong>${visible(r.principal)}</strong> in tenant <strong>${visible(r.tenant)}</strong> · asked ${r.createdAt} · expires ${r.expiresAt}${
@@ -82,8 +82,8 @@ export function approvalRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
       return c.html(layout("Not done", pageContext(c, authority), h`<p>The grant's lifetime must be 1 to ${MAX_TTL_MINUTES} whole minutes.</p>`), 400);
     try {
       // The session's approver, never a name from the form; the desk re-checks the operator and its scope.
-      const result = (await gate.approvals.grant(id, { by: approver, ttlMs: minutes * 60_000 })) as { status?: string } | undefined;
-      const done = result?.status === "needs_another" ? "needs_another" : "granted";
+      const result = await gate.approvals.grant(id, { by: approver, ttlMs: minutes * 60_000 });
+      const done = result.status === "needs_another" ? "needs_another" : "granted";
       return c.redirect(`/approvals?done=${done}&id=${encodeURIComponent(id)}`, 303);
     } catch (error) {
       return failurePage(c, authority, error);

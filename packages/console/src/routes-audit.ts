@@ -70,7 +70,7 @@ function facts(data: Readonly<Record<string, unknown>>): string {
 
 function verdictBlock(verdict: JournalRowsVerdict): Markup {
   if (verdict.ok && verdict.chain.ok)
-    return h`<div class="ok" id="verify-result" data-ok="true"><p><strong>Verified.</strong> The audit chain holds ${verdict.chain.count} events (head #${verdict.chain.head.seq} <code>${verdict.chain.head.mac.slice(0, 16)}</code>); ${verdict.entries} outbox entries, ${verdict.requests} approval requests and ${(verdict as { records?: number }).records ?? 0} authority records match their seals.</p></div>`;
+    return h`<div class="ok" id="verify-result" data-ok="true"><p><strong>Verified.</strong> The audit chain holds ${verdict.chain.count} events (head #${verdict.chain.head.seq} <code>${verdict.chain.head.mac.slice(0, 16)}</code>); ${verdict.entries} outbox entries, ${verdict.requests} approval requests and ${verdict.records} authority records match their seals.</p></div>`;
   const chain = verdict.chain.ok ? "" : h`<p>Audit chain broken at #${verdict.chain.seq}: ${verdict.chain.reason}</p>`;
   return h`<div class="fail" id="verify-result" data-ok="false"><p><strong>Verification failed.</strong></p>${chain}${
     verdict.problems.length > 0

@@ -1,6 +1,5 @@
 import type { Hono } from "hono";
 import { resolveOutboxEntry } from "@toolgate/core/operator";
-import type { AnyGate } from "@toolgate/core";
 import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
 import { csrfForm, h, layout, table } from "./html.js";
 import { visible } from "./preview.js";
@@ -73,7 +72,7 @@ ${entries.length === 0 ? h`<p class="empty">No unknown or pending entries.</p>` 
     if (!OUTBOX_KEY.test(key) || (outcome !== "applied" && outcome !== "not_applied"))
       return c.html(layout("Not done", pageContext(c, authority), h`<p>Say applied or not_applied for an existing entry.</p>`), 400);
     try {
-      await resolveOutboxEntry(gate as unknown as AnyGate, key, outcome, { operator: approver.id, note: `resolved in the console by ${approver.id}` });
+      await resolveOutboxEntry(gate, key, outcome, { operator: approver.id, note: `resolved in the console by ${approver.id}` });
       return c.redirect("/outbox", 303);
     } catch (error) {
       return failurePage(c, authority, error);

@@ -1,55 +1,10 @@
-import type { ApprovalRequest, Gate } from "@toolgate/core";
-import type { Inventory } from "@toolgate/core/operator";
+import type { AnyGate, Approver } from "@toolgate/core";
+import type { Authority, Inventory } from "@toolgate/core/operator";
 
-/**
- * What the console needs of the approval authority (`gate.authority`). Written against the shared
- * contract; the authority's own types are structurally the same.
- */
-export type OperatorRole = "viewer" | "approver" | "admin";
-export interface ConsoleApprover {
-  readonly kind: "operator" | "client";
-  readonly id: string;
-  readonly name: string;
-  readonly role: OperatorRole;
-  readonly via: string;
-}
-export interface ConsoleOperator {
-  readonly id: string;
-  readonly name: string;
-  readonly role: OperatorRole;
-  readonly scope?: { readonly tools?: readonly string[]; readonly maxRisk?: string; readonly tenants?: readonly string[] };
-  readonly status: string;
-  readonly createdAt: string;
-  readonly createdBy: string;
-}
-export interface ConsoleKillSwitch {
-  readonly target: string;
-  readonly reason: string;
-  readonly by: string;
-  readonly at: string;
-}
-export interface ConsoleAuthority {
-  login(loginToken: string): Promise<{ readonly session: string; readonly approver: ConsoleApprover; readonly expiresAt: string } | undefined>;
-  session(session: string): Promise<ConsoleApprover | undefined>;
-  logout(session: string): Promise<void>;
-  can(approver: ConsoleApprover, action: "view" | "decide" | "admin"): boolean;
-  readonly operators: { list(): Promise<readonly ConsoleOperator[]> };
-  readonly switches: {
-    disable(target: string, reason: string, by: ConsoleApprover): Promise<unknown>;
-    enable(target: string, by: ConsoleApprover): Promise<void>;
-    list(): Promise<readonly ConsoleKillSwitch[]>;
-  };
-}
-export type DecisionResult = { readonly status: "granted" } | { readonly status: "needs_another"; readonly request: ApprovalRequest };
-export interface ConsoleDesk {
-  list(options?: { readonly status?: readonly ApprovalRequest["status"][] }): Promise<readonly ApprovalRequest[]>;
-  get(requestId: string): Promise<ApprovalRequest | undefined>;
-  grant(requestId: string, options: { readonly by: ConsoleApprover; readonly ttlMs?: number }): Promise<DecisionResult | unknown>;
-  deny(requestId: string, options: { readonly by: ConsoleApprover; readonly reason: string }): Promise<unknown>;
-}
-
-/** The gate the console serves: its journal, registry, approvals desk and authority. */
-export type ConsoleGate = Pick<Gate, "journal" | "registry"> & { readonly approvals: ConsoleDesk; readonly authority: ConsoleAuthority };
+/** The gate the console serves: its journal, registry, approvals desk and authority (`gate.authority`). */
+export type ConsoleGate = AnyGate;
+export type ConsoleAuthority = Authority;
+export type ConsoleApprover = Approver;
 
 export interface WebhookOptions {
   /** Where each new approval request is posted (https, or http to this machine). */
@@ -66,7 +21,7 @@ export interface WebhookOptions {
 }
 
 export interface ConsoleOptions {
-  readonly gate: ConsoleGate | Gate;
+  readonly gate: ConsoleGate;
   /** The capability inventory shown (default: built from the gate's registry, without profiles). */
   readonly inventory?: Inventory | (() => Inventory);
   readonly clock?: () => number;

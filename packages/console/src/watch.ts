@@ -1,5 +1,5 @@
 import type { ApprovalRequest } from "@toolgate/core";
-import type { ConsoleDesk } from "./types.js";
+import type { ApprovalDesk } from "@toolgate/core";
 
 export interface QueueChange {
   readonly pending: readonly string[];
@@ -19,7 +19,7 @@ export interface QueueWatcher {
   close(): void;
 }
 
-export function watchQueue(desk: ConsoleDesk, pollMs: number, onError: (error: unknown) => void): QueueWatcher {
+export function watchQueue(desk: Pick<ApprovalDesk, "list">, pollMs: number, onError: (error: unknown) => void): QueueWatcher {
   const listeners = new Set<(change: QueueChange) => void>();
   const seen = new Set<string>();
   let signature = "";
@@ -33,7 +33,7 @@ export function watchQueue(desk: ConsoleDesk, pollMs: number, onError: (error: u
     try {
       const pending = await desk.list({ status: ["pending"] });
       const next = pending
-        .map((r) => `${r.id}:${(r as { approvals?: readonly unknown[] }).approvals?.length ?? 0}`)
+        .map((r) => `${r.id}:${r.approvals?.length ?? 0}`)
         .sort()
         .join(",");
       const added = pending.filter((r) => !seen.has(r.id));
