@@ -23,6 +23,7 @@ import {
   RECORD_KIND,
   type ApprovalDecision,
   type ApprovalRequest,
+  type ApprovalRequestInput,
   type AuditEventInput,
   type BeginIntentResult,
   type GrantCheck,
@@ -191,6 +192,7 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
 
     requestApproval: (input) =>
       write({ requests: [input.id], open: [input.inputHash] }, (tx) => {
+        refuseRequest(input);
         for (const r of tx.openRequests(input.inputHash).map((row) => openRequest(auditKey, row)!)) {
           if (joinsOpenRequest(r, input))
             return { request: r, created: false, receipt: append(tx, requestedEvent(r, input.invocationId, false, input.createdAt)) };
@@ -279,6 +281,14 @@ function badRecordRef(kind: string, id: string): ToolError | undefined {
     return new ToolError("config_invalid", `a record kind is lowercase letters and dashes (1-32), not entry or request: ${String(kind).slice(0, 40)}`);
   if (typeof id !== "string" || id.length === 0 || id.length > 256) return new ToolError("config_invalid", `a ${kind} record's id is 1-256 characters`);
   return undefined;
+}
+
+/** A request the journal could not read back is refused before it is stored. */
+function refuseRequest(input: ApprovalRequestInput): void {
+  if (input.approvalsNeeded !== undefined && input.approvalsNeeded !== 1 && input.approvalsNeeded !== 2)
+    throw new ToolError("config_invalid", `approvalsNeeded is 1 or 2, not ${String(input.approvalsNeeded)}`);
+  if (input.callRef !== undefined && (typeof input.callRef !== "string" || input.callRef.length > 200))
+    throw new ToolError("invalid_input", "callRef is a string of at most 200 characters");
 }
 
 /**

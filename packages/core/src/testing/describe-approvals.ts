@@ -55,6 +55,20 @@ export function itDecidesApprovals(withJournal: WithJournal): void {
   );
 
   it(
+    "refuses a request it could not read back (approvalsNeeded other than 1 or 2, a callRef that is not a short string), writing nothing",
+    withJournal(async ({ journal }) => {
+      for (const approvalsNeeded of [0, 3, 1.5, "2"]) {
+        await expect(journal.requestApproval(sampleRequest("r1", { approvalsNeeded } as never))).rejects.toSatisfy((e) => ToolError.is(e, "config_invalid"));
+      }
+      for (const callRef of [42, "x".repeat(201)]) {
+        await expect(journal.requestApproval(sampleRequest("r1", { callRef } as never))).rejects.toSatisfy((e) => ToolError.is(e, "invalid_input"));
+      }
+      expect((await journal.head()).seq).toBe(0);
+      expect(await journal.listApprovals()).toEqual([]);
+    }),
+  );
+
+  it(
     "refuses a decision that does not name its approver and how they were authenticated",
     withJournal(async ({ journal }) => {
       await journal.requestApproval(sampleRequest("r1"));
