@@ -9,7 +9,8 @@ import { docsCommand } from "./commands/docs.js";
 import { inventoryCommand } from "./commands/inventory.js";
 import { journalPrune } from "./commands/journal.js";
 import { outboxList, outboxRecover, outboxResolve } from "./commands/outbox.js";
-import { serveMcp } from "./commands/serve-mcp.js";
+import { mcpClientsCommands } from "./commands/mcp-clients.js";
+import { serveMcp, type ServeMcpCliOptions } from "./commands/serve-mcp.js";
 import { toolInit, toolTest } from "./commands/tool.js";
 import { CliFailure, EXIT, processIo, reportFailure, type Io } from "./output.js";
 import { openRuntime, type Runtime } from "./runtime.js";
@@ -205,12 +206,14 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
 
   program
     .command("serve-mcp")
-    .description("serve the gate as an MCP server: stdio, or Streamable HTTP on 127.0.0.1 with --http")
-    .requiredOption("--profile <name>", "the profile the MCP client's calls run under")
-    .option("--principal <id>", "who the client is")
-    .option("--tenant <id>", "the tenant")
-    .option("--http <port>", "serve Streamable HTTP on 127.0.0.1 at this port (0: any)")
-    .action(withRuntime((rt, opts: { profile: string; principal?: string; tenant?: string; http?: string }) => serveMcp(rt, opts, io)));
+    .description("serve the gate as an MCP server: stdio, or Streamable HTTP on 127.0.0.1 with --http (every client needs its token)")
+    .option("--profile <name>", "stdio: the profile the MCP client's calls run under")
+    .option("--principal <id>", "stdio: who the client is")
+    .option("--tenant <id>", "stdio: the tenant")
+    .option("--client <name>", "stdio: a registered MCP client whose record gives profile, principal, tenant and elicitation")
+    .option("--http <port>", "serve Streamable HTTP on 127.0.0.1 at this port (0: any); clients authenticate with toolgate mcp-clients tokens")
+    .action(withRuntime((rt, opts: ServeMcpCliOptions) => serveMcp(rt, opts, io)));
+  mcpClientsCommands(program, { withRuntime, io });
 
   consoleCommands(program, { withRuntime, io });
 

@@ -1,16 +1,61 @@
-import { EXIT, type Io } from "../output.js";
+import { CliFailure, EXIT, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
-/** Serve the gate as an MCP server (stdio, or Streamable HTTP on 127.0.0.1) until a signal. */
-export async function serveMcp(runtime: Runtime, options: { profile: string; principal?: string; tenant?: string; http?: string }, io: Io): Promise<number> {
+export interface ServeMcpCliOptions {
+  readonly profile?: string;
+  readonly principal?: string;
+  readonly tenant?: string;
+  readonly client?: string;
+  readonly http?: string;
+}
+
+/**
+ * Serve the gate as an MCP server until a signal: over stdio (the client's own process) as
+ * `--profile` or a registered `--client` says, or Streamable HTTP on 127.0.0.1 where every client
+ * authenticates with its own token (`toolgate mcp-clients add`); there is no flag to turn that off.
+ */
+export async function serveMcp(runtime: Runtime, options: ServeMcpCliOptions, io: Io): Promise<number> {
   const { serveMcpCommand } = await import("@toolgate/adapters/mcp");
+  const http = options.http === undefined ? undefined : parsePort(options.http);
+  if (
+    http !== undefined &&
+    (options.profile !== undefined || options.client !== undefined || options.principal !== undefined || options.tenant !== undefined)
+  ) {
+    throw new CliFailure(
+      "over HTTP each client runs under its own record's profile, principal and tenant: drop --profile, --client, --principal and --tenant",
+      EXIT.usage,
+      "toolgate mcp-clients add NAME --profile P prints a client's token; the client sends Authorization: Bearer <token>",
+    );
+  }
+  if (
+    http === undefined &&
+    options.client !== undefined &&
+    (options.profile !== undefined || options.principal !== undefined || options.tenant !== undefined)
+  ) {
+    throw new CliFailure(
+      `--client ${options.client} runs under its record's profile, principal and tenant: drop --profile, --principal and --tenant`,
+      EXIT.usage,
+    );
+  }
+  if (http === undefined && options.client === undefined && options.profile === undefined) {
+    throw new CliFailure(
+      "serve-mcp over stdio needs --profile P or --client NAME",
+      EXIT.usage,
+      "over HTTP (--http PORT) each client's token names its profile",
+    );
+  }
   const handle = await serveMcpCommand({
     gate: runtime.gate,
     profiles: runtime.profiles,
-    profile: options.profile,
-    principal: options.principal ?? runtime.config.principal ?? "mcp-client",
-    tenant: options.tenant ?? runtime.config.tenant ?? "default",
-    ...(options.http === undefined ? {} : { httpPort: Number.parseInt(options.http, 10) }),
+    ...(http === undefined
+      ? options.client === undefined
+        ? {
+            profile: options.profile as string,
+            principal: options.principal ?? runtime.config.principal ?? "mcp-client",
+            tenant: options.tenant ?? runtime.config.tenant ?? "default",
+          }
+        : { client: options.client }
+      : { httpPort: http }),
     log: (line) => io.err(line),
     handleSignals: false,
   });
@@ -22,4 +67,10 @@ export async function serveMcp(runtime: Runtime, options: { profile: string; pri
   });
   await handle.close();
   return EXIT.ok;
+}
+
+function parsePort(text: string): number {
+  const port = Number(text);
+  if (/^\d+$/.test(text) && port >= 0 && port <= 65535) return port;
+  throw new CliFailure(`--http must be a port number (0-65535; 0 picks a free one), not ${JSON.stringify(text)}`, EXIT.usage);
 }
