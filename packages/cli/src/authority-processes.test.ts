@@ -1,17 +1,14 @@
 /**
  * The approval authority across real processes sharing one state directory (one SQLite journal):
- * the built `toolgate` binary, and a long-running worker that opened the journal before the
- * operator acted.
+ * the built `toolgate` binary, and a long-running worker (the built package) that opened the
+ * journal before the operator acted.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { tempProject } from "./fixtures/temp-project.js";
-
-const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
+import { tempProject, toolgateProcess } from "./fixtures/temp-project.js";
 
 let dir: string;
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -22,17 +19,17 @@ afterEach(() => {
   for (const child of children.splice(0)) child.kill();
 });
 
-/** The real binary in its own process, in the temp project. */
-function toolgate(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: dir, env: { PATH: process.env["PATH"] ?? "" } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => void (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => void (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+/** The CLI in its own process, in the temp project. */
+const toolgate = (...args: string[]) => toolgateProcess(dir, ...args);
+
+/** Every audit event of the journal, exported by another process. */
+async function auditEvents(): Promise<{ type: string; toolId?: string }[]> {
+  const exported = await toolgate("audit", "export");
+  expect(exported.code, exported.stderr).toBe(0);
+  return exported.stdout
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as { type: string; toolId?: string });
 }
 
 /** A worker process: opens the runtime once, then makes one call per line it reads, answering with the result's status and code. */
@@ -97,10 +94,7 @@ describe("across processes sharing the state directory", () => {
     const ran = retries.filter((r) => r.code === 0 && !r.stdout.includes("replayed"));
     expect(ran, JSON.stringify(retries)).toHaveLength(1);
     for (const r of retries) expect(r.code === 0 || r.code === 4, r.stdout + r.stderr).toBe(true);
-    const events = (await toolgate("audit", "export")).stdout
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line) as { type: string; toolId?: string });
+    const events = await auditEvents();
     expect(events.filter((e) => e.type === "intent.recorded" && e.toolId === "notes.save_note")).toHaveLength(1);
     expect(events.filter((e) => e.type === "approval.consumed")).toHaveLength(1);
     expect((await toolgate("approvals", "show", id)).stdout).toMatch(/\(consumed\)/);
@@ -113,10 +107,7 @@ describe("across processes sharing the state directory", () => {
     expect((await toolgate("approvals", "approve", id)).code).toBe(0);
     const retries = await Promise.all([toolgate(...args("a")), toolgate(...args("b"))]);
     expect(retries.map((r) => r.code).sort(), JSON.stringify(retries)).toEqual([0, expect.toSatisfy((code: number) => code === 1 || code === 4)]);
-    const events = (await toolgate("audit", "export")).stdout
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line) as { type: string; toolId?: string });
+    const events = await auditEvents();
     expect(events.filter((e) => e.type === "intent.recorded" && e.toolId === "notes.save_note")).toHaveLength(1);
   });
 });
