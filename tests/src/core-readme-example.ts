@@ -28,7 +28,8 @@ const call = { principal: "agent-1", tenant: "acme", profile: defineProfile({ na
 
 const asked = await gate.invoke("notes.save_note", { name: "todo", text: "buy milk" }, call);
 if (asked.status === "approval_required") {
-  const grant = await gate.approvals.grant(asked.requestId, { approver: "you" }); // a human, after reading asked.preview
-  await gate.invoke("notes.save_note", { name: "todo", text: "buy milk" }, { ...call, approval: grant });
+  // A human reads asked.preview and decides as an authenticated approver (here the project's owner).
+  await gate.approvals.grant(asked.requestId, { by: gate.authority.owner() });
+  await gate.invoke("notes.save_note", { name: "todo", text: "buy milk" }, call); // the same call, retried, runs once
 }
 export { gate };

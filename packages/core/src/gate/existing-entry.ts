@@ -4,7 +4,7 @@ import type { OutboxEntry, OutboxState } from "../journal/types.js";
 import { isSideEffectful } from "../manifest.js";
 import type { Keyed } from "./call-state.js";
 import type { GateEnv } from "./env.js";
-import { approvalRequired, grantCheckFor, grantRefusal, grantSpent } from "./grants.js";
+import { approvalRequired, bindingCheckFor, grantCheckFor, grantRefusal, grantSpent } from "./grants.js";
 import { audit, okResult, refuse, shownMessage } from "./outcomes.js";
 import type { ErrorResult, InvokeResult } from "./results.js";
 
@@ -97,13 +97,16 @@ async function releaseHeld(env: GateEnv, c: Keyed, entry: OutboxEntry, requestId
   }
   const grant = c.call.approval;
   if (!request) return refuse(env, c, "error", new ToolError("approval_unknown", `held output's request ${requestId} is missing`));
-  if (!grant || grant.requestId !== requestId) {
+  const presented = grant?.requestId === requestId ? grant : undefined;
+  if (!presented) {
     if (request.status === "consumed") return true;
-    return approvalRequired(c, "output", request, null, entry.result!.findings);
+    // Granted by a human, and this retry is the held call itself: released by binding, without a token.
+    if (request.status !== "granted") return approvalRequired(c, "output", request, null, entry.result!.findings);
   }
+  const check = presented ? grantCheckFor(env, c, presented, request.previewHash) : bindingCheckFor(env, c, requestId, request.previewHash);
   let outcome;
   try {
-    outcome = await env.journal.consumeGrant(grantCheckFor(env, c, grant, request.previewHash), {
+    outcome = await env.journal.consumeGrant(check, {
       type: "output.released",
       at: env.iso(),
       invocationId: c.invocationId,

@@ -66,7 +66,7 @@ export type AnyGate = Gate<any>;
 
 export interface Gate<TTool extends AnyToolManifest = AnyToolManifest> {
   /**
-   * Run one tool call through the steps of `INVOKE_STEPS`, in order: resolve, freeze, validate,
+   * Run one tool call through the steps of `INVOKE_STEPS`, in order: resolve, freeze, kill-switch, validate,
    * policy, replay-caller-key, preview, derive-key, replay-completed (a completed call under the
    * same key replays before a human is asked — with the caller's key, before the preview too),
    * approve, record-intent (the grant is consumed with it), run, check-output, redact-and-fence,

@@ -4,7 +4,7 @@ import { sha256Hex } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import type { ApprovalRequest, GrantCheck, GrantOutcome, JournalReceipt } from "../journal/types.js";
 import { approvalContent } from "./foreign-text.js";
-import type { ApprovalPreview } from "../manifest.js";
+import { riskRank, type ApprovalPreview } from "../manifest.js";
 import type { InjectionFinding } from "../untrusted.js";
 import type { ApprovalGrant } from "./approvals.js";
 import type { Frozen } from "./call-state.js";
@@ -75,18 +75,40 @@ export function approvalRequired(
   };
 }
 
-/** Persist a request for a human (the same call asked twice joins one request) and say so. */
-export async function requestApproval(
+/** Distinct approvers this call needs: two when its profile's `twoPersonFrom` is at or below the tool's risk. */
+export function approvalsNeeded(c: Pick<Frozen, "manifest" | "call">): 1 | 2 {
+  const from = c.call.profile.twoPersonFrom;
+  return from !== undefined && riskRank(c.manifest.risk) >= riskRank(from) ? 2 : 1;
+}
+
+/**
+ * A request granted for exactly this call (the whole binding), taken without a token: only the
+ * gate builds this check, from the journal's own request, never from what a caller presents.
+ */
+export function bindingCheckFor(env: GateEnv, c: Frozen, requestId: string, previewHash: string): GrantCheck {
+  return {
+    requestId,
+    byBinding: true,
+    binding: { toolId: c.manifest.id, inputHash: c.inputHash, principal: c.call.principal, tenant: c.call.tenant, previewHash },
+    invocationId: c.invocationId,
+    at: env.iso(),
+  };
+}
+
+/**
+ * Persist a request for a human, or find the one with the same binding: still pending, or granted
+ * and unexpired (a retry after a human's approval finds the grant).
+ */
+export async function recordRequest(
   env: GateEnv,
   c: Frozen & { readonly visibleKey: string },
   kind: "call" | "output",
   preview: ApprovalPreview,
   previewHash: string,
-  findings?: readonly InjectionFinding[],
-): Promise<ApprovalRequiredResult | Refusal> {
+): Promise<{ readonly request: ApprovalRequest; readonly receipt: JournalReceipt } | Refusal> {
   const now = env.clock();
   try {
-    const { request, receipt } = await env.journal.requestApproval({
+    return await env.journal.requestApproval({
       id: `apr_${randomUUID()}`,
       kind,
       toolId: c.manifest.id,
@@ -100,9 +122,24 @@ export async function requestApproval(
       idempotencyKey: c.visibleKey,
       createdAt: env.iso(now),
       expiresAt: env.iso(now + env.requestTtlMs),
+      approvalsNeeded: approvalsNeeded(c),
+      ...(c.call.callRef === undefined ? {} : { callRef: c.call.callRef }),
     });
-    return approvalRequired(c, kind, request, receipt, findings);
   } catch (cause) {
     return refuse(env, c, "error", new ToolError("journal_failed", "the approval request could not be recorded", { cause }));
   }
+}
+
+/** Persist a request for a human (the same call asked twice joins one request) and say so. */
+export async function requestApproval(
+  env: GateEnv,
+  c: Frozen & { readonly visibleKey: string },
+  kind: "call" | "output",
+  preview: ApprovalPreview,
+  previewHash: string,
+  findings?: readonly InjectionFinding[],
+): Promise<ApprovalRequiredResult | Refusal> {
+  const recorded = await recordRequest(env, c, kind, preview, previewHash);
+  if ("status" in recorded) return recorded;
+  return approvalRequired(c, kind, recorded.request, recorded.receipt, findings);
 }

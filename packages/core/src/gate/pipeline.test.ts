@@ -7,6 +7,7 @@ describe("the gate's pipeline", () => {
     expect(INVOKE_STEPS.map((s) => s.name)).toEqual([
       "resolve",
       "freeze",
+      "kill-switch",
       "validate",
       "policy",
       "replay-caller-key",

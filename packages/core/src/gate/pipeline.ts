@@ -6,6 +6,7 @@
 import type { GateEnv } from "./env.js";
 import type { InvokeResult } from "./results.js";
 import { resolve } from "./steps/resolve.js";
+import { killSwitch } from "./steps/kill-switch.js";
 import { freeze } from "./steps/freeze.js";
 import { validate } from "./steps/validate.js";
 import { policy } from "./steps/policy.js";
@@ -70,7 +71,8 @@ function isFinished(value: unknown): value is Finished {
  */
 export const INVOKE_STEPS = pipeline([
   resolve,
-  freeze,
+  freeze, // synchronous, before any await: the caller cannot change the input after invoke
+  killSwitch,
   validate,
   policy,
   replayCallerKey,
