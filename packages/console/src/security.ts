@@ -37,13 +37,16 @@ export function hostAllowed(host: string | undefined, port: () => number | undef
 
 /**
  * A state change must come from the console's own pages: an `Origin` (sent by browsers on every
- * POST) must be this very origin, and `Sec-Fetch-Site`, when sent, same-origin.
+ * POST) must be this very origin, and `Sec-Fetch-Site`, when sent, same-origin. Under the
+ * console's `Referrer-Policy: no-referrer` a browser posts the console's own forms with
+ * `Origin: null`; that counts as this origin only when the browser also marks it same-origin.
  */
 export function sameOrigin(c: Context): boolean {
-  const origin = c.req.header("origin");
   const host = c.req.header("host");
-  if (origin !== undefined && origin !== `http://${host}`) return false;
   const site = c.req.header("sec-fetch-site");
+  const sent = c.req.header("origin");
+  const origin = sent === "null" && site === "same-origin" ? `http://${host}` : sent;
+  if (origin !== undefined && origin !== `http://${host}`) return false;
   return site === undefined || site === "same-origin" || site === "none";
 }
 
