@@ -108,6 +108,15 @@ describe("AI SDK approval with fresh tools per request: no self-grant, the exact
     expect(store.writes).toBe(1);
   });
 
+  it("the client sends its approval twice at once: one grant, the call runs once", async () => {
+    const { gate, store, alice } = await setup();
+    const { model } = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "hello" }), done, done, done);
+    const { history, approvalId } = await ask(gate, model, { approver: alice });
+    await Promise.all([1, 2].map(() => request(gate, model, answer(history, approvalId), { approver: alice })));
+    expect(store.writes).toBe(1);
+    expect(await decisions(gate)).toHaveLength(1);
+  });
+
   it("without an approver the framework's approval grants nothing; an operator's grant lets the retry run", async () => {
     const { gate, store } = createNotesGate();
     const { model } = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "hello" }), done, done);
