@@ -82,7 +82,8 @@ describe("CSRF and origin", () => {
     for (const headers of [
       { origin: "http://evil.test" },
       { origin: "http://127.0.0.1:9999" },
-      { origin: "null" },
+      { origin: "null", "sec-fetch-site": "cross-site" }, // a sandboxed page; the console's own forms send null with same-origin
+      { origin: "null", "sec-fetch-site": "same-site" },
       { origin: "https://127.0.0.1:7878" },
       { "sec-fetch-site": "cross-site" },
       { "sec-fetch-site": "same-site" },
