@@ -12,10 +12,13 @@ const worker = fileURLToPath(new URL("./fixtures/worker.mjs", import.meta.url));
 const dist = fileURLToPath(new URL("../dist/index.js", import.meta.url));
 
 interface WorkerReport {
+  readonly worker: string;
   readonly appended: number;
   readonly started: number;
   readonly consumed: number;
   readonly claimed: readonly string[];
+  readonly incremented: number;
+  readonly spent: number;
 }
 
 const run = (args: string[]): Promise<WorkerReport> =>
@@ -27,7 +30,7 @@ const run = (args: string[]): Promise<WorkerReport> =>
   });
 
 describeWithPostgres("worker processes on one schema", () => {
-  it("keep one chain, start each shared key once, consume the grant once and claim each entry once", async () => {
+  it("keep one chain, start each shared key once, consume the grant once, claim each entry once, lose no record update and spend a token once", async () => {
     expect(existsSync(dist), "build the package first: the workers import dist/").toBe(true);
     const { schema, drop } = freshSchema();
     const key = "multi-process-key";
@@ -45,6 +48,11 @@ describeWithPostgres("worker processes on one schema", () => {
         grantExpiresAt: "2027-01-01T00:00:00.000Z",
         at: "2026-01-01T00:00:01.000Z",
       });
+      await setup.updateRecord("login", "tgl_shared", () => ({
+        value: { operator: "op_1" },
+        event: { type: "login.issued", at: "2026-01-01T00:00:02.000Z", data: {} },
+        result: undefined,
+      }));
       const grant = {
         requestId: req.id,
         tokenHash: sha256Hex("tok"),
@@ -59,6 +67,11 @@ describeWithPostgres("worker processes on one schema", () => {
       expect(reports.map((r) => r.appended)).toEqual(Array(workers).fill(perWorker));
       expect(reports.reduce((n, r) => n + r.started, 0)).toBe(5);
       expect(reports.reduce((n, r) => n + r.consumed, 0)).toBe(1);
+      const increments = reports.reduce((n, r) => n + r.incremented, 0);
+      expect(increments).toBe(workers * (perWorker / 8));
+      expect(await setup.getRecord("counter", "shared")).toBe(increments);
+      expect(reports.reduce((n, r) => n + r.spent, 0)).toBe(1);
+      expect(await setup.getRecord("login", "tgl_shared")).toEqual({ operator: "op_1", spentBy: reports.find((r) => r.spent === 1)!.worker });
       const claimed = reports.flatMap((r) => r.claimed);
       expect(claimed.sort()).toEqual(Array.from({ length: stale }, (_, i) => `stale-${i}`).sort());
 

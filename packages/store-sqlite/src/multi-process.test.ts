@@ -12,16 +12,24 @@ const dist = fileURLToPath(new URL("../dist/index.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "toolgate-sqlite-mp-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const run = (args: string[]): Promise<{ worker: string; appended: number; started: number }> =>
+interface WorkerReport {
+  readonly worker: string;
+  readonly appended: number;
+  readonly started: number;
+  readonly incremented: number;
+  readonly claimed: number;
+}
+
+const run = (args: string[]): Promise<WorkerReport> =>
   new Promise((resolve, reject) => {
     execFile(process.execPath, [worker, ...args], { timeout: 120_000 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`worker failed: ${error.message}\n${stderr}`));
-      else resolve(JSON.parse(stdout) as { worker: string; appended: number; started: number });
+      else resolve(JSON.parse(stdout) as WorkerReport);
     });
   });
 
 describe("several processes on one journal file", () => {
-  it("keep one unbroken chain, and each shared intent key starts once", async () => {
+  it("keep one unbroken chain, start each shared intent key once, lose no update of a shared record, and claim a record once", async () => {
     expect(existsSync(dist), "build the package first: the workers import dist/").toBe(true);
     const path = join(dir, "shared.db");
     const key = "multi-process-key";
@@ -32,11 +40,17 @@ describe("several processes on one journal file", () => {
     const results = await Promise.all(Array.from({ length: workers }, (_, i) => run([path, key, `w${i}`, String(perWorker), String(shared)])));
     expect(results.map((r) => r.appended)).toEqual(Array(workers).fill(perWorker));
     expect(results.reduce((n, r) => n + r.started, 0)).toBe(shared);
+    const increments = results.reduce((n, r) => n + r.incremented, 0);
+    expect(increments).toBe(workers * (perWorker / 8));
+    expect(results.reduce((n, r) => n + r.claimed, 0)).toBe(1);
 
     const journal = await openSqliteJournal(path, { auditKey: key });
     const records = await journal.readAudit();
     const verdict = verifyAuditChain(records, { key, expectedHead: await journal.head() });
-    expect(verdict).toMatchObject({ ok: true, count: workers * perWorker + shared });
+    expect(verdict).toMatchObject({ ok: true, count: workers * perWorker + shared + increments + 1 });
+    expect(await journal.getRecord("counter", "shared")).toBe(increments);
+    const winner = results.find((r) => r.claimed === 1)!.worker;
+    expect(await journal.getRecord("claim", "once")).toEqual({ by: winner });
     for (let i = 0; i < workers; i++) {
       const mine = records.filter((r) => r.type === "test.worker" && r.data["worker"] === `w${i}`);
       expect(mine).toHaveLength(perWorker);
