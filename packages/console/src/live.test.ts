@@ -120,6 +120,19 @@ describe("the live queue", () => {
     expect([worker.runs.memos.length, desk.runs.memos.length]).toEqual([1, 0]);
   });
 
+  it("ends the stream of an operator disabled (or signed out) meanwhile, sending nothing more", async () => {
+    const desk = await openDesk();
+    cleanups.push(() => desk.close());
+    const alice = await signedIn(desk, "alice", "approver");
+    const stream = await openEvents(desk, alice);
+    await new Promise((r) => setTimeout(r, 150));
+    await desk.gate.authority.operators.disable("alice", desk.gate.authority.owner());
+    await pendingRequest(desk, memo("after the disable"));
+    const started = Date.now();
+    expect(await readEvents(stream, "approvals", 1, 3000)).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(2500); // the stream ended; it did not just stay quiet
+  });
+
   it("needs a session: without one the stream redirects to sign-in", async () => {
     const desk = await openDesk();
     cleanups.push(() => desk.close());

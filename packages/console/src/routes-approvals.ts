@@ -108,6 +108,7 @@ export function approvalRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
   // The live queue: an `approvals` event whenever the pending set (or a request's approvals) changes.
   app.get("/events", (c) =>
     streamSSE(c, async (stream) => {
+      const session = c.get("session");
       let closed = false;
       const changes: string[] = [];
       let wake: (() => void) | undefined;
@@ -117,22 +118,25 @@ export function approvalRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
       });
       stream.onAbort(() => {
         closed = true;
-        unsubscribe();
         wake?.();
       });
-      await stream.writeSSE({ event: "ready", data: "{}" });
-      while (!closed) {
-        const next = changes.shift();
-        if (next !== undefined) {
-          await stream.writeSSE({ event: "approvals", data: next });
-          continue;
+      try {
+        await stream.writeSSE({ event: "ready", data: "{}" });
+        while (!closed) {
+          if (changes.length === 0)
+            await new Promise<void>((resolve) => {
+              wake = resolve;
+              setTimeout(resolve, 15_000).unref();
+            });
+          wake = undefined;
+          // The session is read again before anything is sent: a signed-out or disabled operator's stream ends.
+          if (closed || !(await authority.session(session).catch(() => undefined))) break;
+          const next = changes.shift();
+          if (next !== undefined) await stream.writeSSE({ event: "approvals", data: next });
+          else await stream.write(": keep-alive\n\n");
         }
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          setTimeout(resolve, 15_000).unref();
-        });
-        wake = undefined;
-        if (!closed && changes.length === 0) await stream.write(": keep-alive\n\n");
+      } finally {
+        unsubscribe();
       }
     }),
   );
