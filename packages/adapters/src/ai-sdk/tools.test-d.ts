@@ -28,4 +28,10 @@ describe("toAiSdkTools types", () => {
     expectTypeOf(tools).toExtend<ToolSet>();
     void (() => generateText({ model: undefined as never, tools, prompt: "x" }));
   });
+
+  it("the approver is the authority's Approver, never a typed name", () => {
+    // @ts-expect-error a string is no approver
+    void toAiSdkTools(gate, { principal: "p", tenant: "t", profile: profiles.writer }, { approver: "alice" });
+    void (async () => toAiSdkTools(gate, { principal: "p", tenant: "t", profile: profiles.writer }, { approver: await gate.authority.actingAs("alice") }));
+  });
 });

@@ -23,4 +23,9 @@ describe("toOpenAITools types", () => {
     const fromModel: { name: string; arguments: string } = { name: "x", arguments: "{}" };
     void openai.invoke(fromModel.name, fromModel.arguments);
   });
+
+  it("the approver is the authority's Approver, never a typed name", () => {
+    // @ts-expect-error a string is no approver
+    void toOpenAITools(gate, { principal: "p", tenant: "t", profile: profiles.writer }, { approver: "bob" });
+  });
 });
