@@ -164,6 +164,8 @@ describe("serveMcp over HTTP: every request carries a registered client's bearer
     for (const other of [{ principal: "root" }, { tenant: "globex" }, { profile: profiles.reader }]) {
       expect(() => createMcpServer(s.gate, { ...base, ...other })).toThrow(expect.objectContaining({ code: "config_invalid" }));
     }
+    // The old typed approver name is refused outright, not silently recorded.
+    expect(() => createMcpServer(s.gate, { ...base, approver: "mcp-elicitation" } as never)).toThrow(expect.objectContaining({ code: "config_invalid" }));
   });
 
   it("a session belongs to the client that opened it; a removed client is cut off on its next request", async () => {

@@ -97,6 +97,12 @@ const DEFAULT_ELICITATION_TIMEOUT_MS = 10 * 60_000;
  */
 export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<TTool>, options: McpServerOptions): Server {
   const gate = typedGate as unknown as Gate;
+  if ((options as { approver?: unknown }).approver !== undefined) {
+    throw new ToolError(
+      "config_invalid",
+      "serveMcp no longer takes a typed approver: decisions are made by operators (console, toolgate approvals approve), or in band by a client an operator enabled elicitation for (toolgate mcp-clients add NAME --elicitation)",
+    );
+  }
   const client = options.client;
   if (client && (client.principal !== options.principal || client.tenant !== options.tenant || client.profile !== options.profile.name)) {
     throw new ToolError(
