@@ -160,7 +160,7 @@ describe("toolgate audit verify reports stored rows with the chain", () => {
   it("an edited recorded result of a completed call fails verify naming the outbox entry", async () => {
     const ask = ["call", "notes.save_note", "--input", '{"name":"todo","text":"buy milk"}', "--profile", "writer", "--key", "todo-2"];
     const id = /request (apr_[0-9a-f-]+)/.exec((await toolgate(...ask)).stdout)![1]!;
-    expect((await toolgate("approvals", "approve", id, "--approver", "ops")).code).toBe(0);
+    expect((await toolgate("approvals", "approve", id)).code).toBe(0);
     expect((await toolgate(...ask)).code).toBe(0);
     const db = new Database(join(dir, ".toolgate", "journal.db"));
     const edited = db.prepare(`UPDATE outbox SET entry = replace(entry, '"saved":"todo"', '"saved":"evil"') WHERE state = 'completed'`).run();

@@ -132,8 +132,13 @@ describe("toolgate (the real binary, in a temp project)", () => {
     const recovered = toolgate("outbox", "recover", "--older-than", "0s");
     expect(recovered.code).toBe(0);
     expect(recovered.stdout).toContain("claimed 0");
-    expect(toolgate("outbox", "resolve", "missing-key", "--applied", "--operator", "ops").code).toBe(1);
-    expect(toolgate("outbox", "resolve", "k", "--operator", "ops").code).toBe(2);
+    const missing = toolgate("outbox", "resolve", "missing-key", "--applied");
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^hint: /m);
+    expect(toolgate("outbox", "resolve", "k").code).toBe(2);
+    const typed = toolgate("outbox", "resolve", "k", "--applied", "--operator", "ops"); // a typed name decides nothing
+    expect(typed.code).toBe(2);
+    expect(typed.stderr).toContain("hint: drop --operator: toolgate outbox resolve k --applied");
   });
 
   it("leaves the journal and keys private", () => {

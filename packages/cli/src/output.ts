@@ -80,6 +80,7 @@ export function hintFor(code: string, tool?: string): string | undefined {
     journal_failed: "check the journal in the composition file (journal:), then run again",
     connector_unavailable: "toolgate connections add --id ID --provider P --file token.json",
     connector_reauth_required: "toolgate connections status, then add the connection again",
+    config_invalid: "fix the composition file (toolgate.config.*) or the setting named above, then run the command again",
   };
   return hints[code];
 }

@@ -145,10 +145,10 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .argument("<key>", "outbox key")
     .addOption(new Option("--applied", "the effect did happen"))
     .addOption(new Option("--not-applied", "the effect did not happen"))
-    .requiredOption("--operator <name>", "who decided")
-    .option("--note <text>", "why")
+    .addOption(new Option("--operator <name>").hideHelp())
+    .option("--note <text>", "why (recorded; the decision is the owner's)")
     .action(
-      withRuntime((rt, key: string, opts: { applied?: boolean; notApplied?: boolean; operator: string; note?: string }) => outboxResolve(rt, key, opts, io)),
+      withRuntime((rt, key: string, opts: { applied?: boolean; notApplied?: boolean; operator?: string; note?: string }) => outboxResolve(rt, key, opts, io)),
     );
 
   program

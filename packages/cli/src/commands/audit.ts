@@ -115,7 +115,12 @@ export async function auditVerify(runtime: Runtime, options: AuditVerifyOptions,
     );
   if (witness && !witness.ok) failures.push(`witness file ${witnessFile} line ${witness.line}: ${witness.reason}`);
   if (witnessed && !witnessed.ok) failures.push(`audit chain does not hold a checkpoint of the witness file ${witnessFile}: ${witnessed.reason}`);
-  if (failures.length > 0) throw new CliFailure(failures.join("\ntoolgate: "), EXIT.failed);
+  if (failures.length > 0)
+    throw new CliFailure(
+      failures.join("\ntoolgate: "),
+      EXIT.failed,
+      "toolgate audit verify --json lists every problem; toolgate audit export keeps the evidence (docs/operating.md says what to do next)",
+    );
   if (!options.json && verdict.ok) {
     const lines = [`audit chain verified: ${verdict.count} events, head #${verdict.head.seq} ${verdict.head.mac.slice(0, 16)}`];
     if (rows) lines.push(`stored rows verified: ${rows.entries} outbox entries, ${rows.requests} approval requests`);

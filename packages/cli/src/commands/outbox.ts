@@ -1,4 +1,4 @@
-import { type OutboxState } from "@toolgate/core";
+import { ToolError, type OutboxState } from "@toolgate/core";
 import { recoverOutbox, resolveOutboxEntry } from "@toolgate/core/operator";
 import { CliFailure, EXIT, parseDuration, progress, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
@@ -46,14 +46,29 @@ export async function outboxRecover(runtime: Runtime, options: { olderThan: stri
 export async function outboxResolve(
   runtime: Runtime,
   key: string,
-  options: { applied?: boolean; notApplied?: boolean; operator: string; note?: string },
+  options: { applied?: boolean; notApplied?: boolean; operator?: string; note?: string },
   io: Io,
 ): Promise<number> {
-  if (Boolean(options.applied) === Boolean(options.notApplied)) throw new CliFailure("say either --applied or --not-applied", EXIT.usage);
+  if (options.operator !== undefined)
+    throw new CliFailure(
+      "--operator is gone: the CLI resolves as the owner (recorded as owner); operators resolve signed in to the console",
+      EXIT.usage,
+      `drop --operator: toolgate outbox resolve ${key} --${options.applied ? "applied" : "not-applied"}`,
+    );
+  if (Boolean(options.applied) === Boolean(options.notApplied))
+    throw new CliFailure(
+      "say either --applied or --not-applied",
+      EXIT.usage,
+      `e.g. toolgate outbox resolve ${key} --not-applied --note "not in the sent folder"`,
+    );
   const receipt = await resolveOutboxEntry(runtime.gate, key, options.applied ? "applied" : "not_applied", {
-    operator: options.operator,
+    operator: runtime.gate.authority.owner().id,
     ...(options.note ? { note: options.note } : {}),
+  }).catch((error: unknown) => {
+    if (ToolError.is(error, "not_found", "conflict"))
+      throw new CliFailure(error.message, EXIT.failed, "toolgate outbox list --state all shows the entries and their states");
+    throw error;
   });
-  io.out(`resolved ${key} as ${options.applied ? "applied" : "not applied"} (journal #${receipt.seq})`);
+  io.out(`resolved ${key} as ${options.applied ? "applied" : "not applied"} by owner (journal #${receipt.seq})`);
   return EXIT.ok;
 }

@@ -9,7 +9,8 @@ import { pythonTemplate, typescriptTemplate } from "../templates/tool-process.js
  * with `force` it writes the scaffold's files and deletes nothing.
  */
 export async function toolInit(dir: string, options: { lang: string; force?: boolean; name?: string }, io: Io): Promise<number> {
-  if (options.lang !== "ts" && options.lang !== "python") throw new CliFailure(`--lang must be ts or python, not ${options.lang}`, EXIT.usage);
+  if (options.lang !== "ts" && options.lang !== "python")
+    throw new CliFailure(`--lang must be ts or python, not ${options.lang}`, EXIT.usage, `e.g. toolgate tool init ${dir} --lang python`);
   const target = resolve(dir);
   if (existsSync(target) && (await readdir(target)).length > 0 && !options.force) {
     throw new CliFailure(
