@@ -260,6 +260,9 @@ describe("AI SDK approval: the authority decides whether the app's approver may"
     for (const approver of [viewer, scoped, disabled]) {
       const result = await request(gate, model, answer(history, approvalId), { approver });
       expect(sentToModel(result), approver.name).toContain("approver_forbidden");
+      // The authority's reason names the operator: it stays in the result's details, out of the model's text.
+      expect(sentToModel(result)).not.toContain(approver.id);
+      expect(sentToModel(result)).not.toContain(approver.name);
     }
     expect(store.writes).toBe(0);
     expect(await decisions(gate)).toEqual([]);

@@ -86,11 +86,11 @@ export function createApprovalBroker(gate: Gate, call: CallOptions, options: Fra
     try {
       decision = await gate.approvals.grant(asked.requestId, { by: approver });
     } catch (cause) {
-      return refused(
-        asked,
-        `the approval request ${asked.requestId} could not be granted: ${(cause as Error).message}`,
-        ToolError.is(cause) ? cause.code : "approval_unknown",
-      );
+      // The authority's reason (it may name the operator) goes to the app in `details`, not to the model.
+      const code = ToolError.is(cause) ? cause.code : "approval_unknown";
+      return refused(asked, `the app's approver could not grant request ${asked.requestId}`, code, {
+        reason: cause instanceof Error ? cause.message : String(cause),
+      });
     }
     // The two-person rule: this approval counted; the call waits for a second approver.
     if (decision.status !== "granted") return asked;
@@ -130,8 +130,22 @@ export function createApprovalBroker(gate: Gate, call: CallOptions, options: Fra
   };
 }
 
-function refused(asked: ApprovalRequiredResult, message: string, code: DeniedResult["code"] = "approval_invalid"): DeniedResult {
-  return { status: "denied", toolId: asked.toolId, invocationId: asked.invocationId, receipt: asked.receipt, code, message, boundary: "pre_effect_refusal" };
+function refused(
+  asked: ApprovalRequiredResult,
+  message: string,
+  code: DeniedResult["code"] = "approval_invalid",
+  details?: Record<string, unknown>,
+): DeniedResult {
+  return {
+    status: "denied",
+    toolId: asked.toolId,
+    invocationId: asked.invocationId,
+    receipt: asked.receipt,
+    code,
+    message,
+    ...(details ? { details } : {}),
+    boundary: "pre_effect_refusal",
+  };
 }
 
 /** A gate outcome other than `ok`, thrown where a framework expects an exception. */
