@@ -5,6 +5,7 @@
  */
 import { ToolError, type ApprovalRequest, type ApprovalStatus } from "@toolgate/core";
 import { CliFailure, EXIT, parseDuration, printList, type Io } from "../output.js";
+import { printable } from "../printable.js";
 import type { Runtime } from "../runtime.js";
 
 const APPROVAL_ID = /^apr_[0-9a-f-]+$/;
@@ -48,7 +49,7 @@ export async function approvalsList(runtime: Runtime, options: { status: string;
     json: options.json,
     empty: `no ${options.status} approval requests`,
     headers: ["request", "status", "approvals", "tool", "principal", "summary"],
-    row: (r) => [r.id, r.status, progressOf(r), r.toolId, r.principal, r.preview.summary],
+    row: (r) => [r.id, r.status, progressOf(r), r.toolId, r.principal, r.preview.summary].map(printable),
   });
 }
 
@@ -62,7 +63,7 @@ async function existing(runtime: Runtime, id: string): Promise<ApprovalRequest> 
 
 export async function approvalsShow(runtime: Runtime, id: string, options: { json: boolean }, io: Io): Promise<number> {
   const request = await existing(runtime, id);
-  io.out(options.json ? JSON.stringify(request, null, 2) : renderRequest(request));
+  io.out(options.json ? JSON.stringify(request, null, 2) : printable(renderRequest(request)));
   return EXIT.ok;
 }
 

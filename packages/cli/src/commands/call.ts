@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { type InvokeResult } from "@toolgate/core";
 import { CliFailure, EXIT, hintFor, type Io } from "../output.js";
+import { printable } from "../printable.js";
 import type { Runtime } from "../runtime.js";
 import { renderRequest } from "./approvals.js";
 
@@ -32,7 +33,7 @@ export async function callCommand(runtime: Runtime, toolId: string, options: Cal
   };
   const result: InvokeResult = await runtime.gate.invoke(toolId, input, call);
   if (options.json) io.out(JSON.stringify(result, null, 2));
-  else io.out(describeResult(runtime, result));
+  else io.out(printable(describeResult(runtime, result)));
   switch (result.status) {
     case "ok":
       return EXIT.ok;
