@@ -9,6 +9,7 @@ import type { GateEnv } from "./gate/env.js";
 import { EFFECT_STEPS, pipeline, runSteps, type Step } from "./gate/pipeline.js";
 import type { InvokeResult } from "./gate/results.js";
 import { findTool } from "./gate/steps/resolve.js";
+import { killSwitchRecovered } from "./gate/steps/kill-switch.js";
 import { freezeInput } from "./gate/steps/freeze.js";
 import { parseInput } from "./gate/steps/validate.js";
 import type { IntentInput, OutboxEntry } from "./journal/types.js";
@@ -63,7 +64,8 @@ export const recordedIntent: Step<Recovered, Runnable> = {
   },
 };
 
-export const RECOVERY_STEPS = pipeline([recordedIntent, ...EFFECT_STEPS]);
+/** An operator's kill switch stops a recovered intent too: it stays claimed-then-unsettled, for a later pass once enabled. */
+export const RECOVERY_STEPS = pipeline([recordedIntent, killSwitchRecovered, ...EFFECT_STEPS]);
 
 /** Run a recovered intent's body again with the same key. Only for entries the caller has claimed. */
 export function replayIntent(env: GateEnv, entry: OutboxEntry, signal: AbortSignal | undefined): Promise<InvokeResult<unknown>> {

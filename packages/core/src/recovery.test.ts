@@ -103,6 +103,18 @@ describe("recoverOutbox", () => {
     expect(verifyAuditChain(await w.journal.readAudit(), { key: "recovery-key" }).ok).toBe(true);
   });
 
+  it("does not replay an intent of a tool an operator disabled (kill switch)", async () => {
+    const w = world();
+    void w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" });
+    await new Promise((r) => setTimeout(r, 10));
+    w.crashNext(false);
+    await w.gate.authority.switches.disable("family:ledger", "incident", w.gate.authority.owner());
+    const report = await recoverOutbox(w.gate, { olderThanMs: 0 });
+    expect(report.entries).toMatchObject([{ toolId: "ledger.upsert_entry", action: "failed", detail: "tool_disabled" }]);
+    expect(w.effects).toEqual([]);
+    expect(await w.journal.listOutbox({ states: ["completed"] })).toEqual([]);
+  });
+
   it("leaves entries younger than the cutoff alone (they may still be running)", async () => {
     const w = world();
     void w.gate.invoke("ledger.upsert_entry", { n: 1 }, w.call);

@@ -24,14 +24,15 @@ export function targetsOf(toolId: string): readonly [string, string] {
   return [`tool:${toolId}`, `family:${toolId.slice(0, toolId.indexOf("."))}`];
 }
 
-/** The switch that stops this tool now, if any: read from the journal at every call. */
+/**
+ * The switch that stops this tool now, if any: read from the journal at every call. Two point
+ * reads (the tool's, its family's), each seal-checked, so a call costs the same however many
+ * switches were ever thrown.
+ */
 export async function switchFor(journal: RecordJournal, toolId: string): Promise<KillSwitch | undefined> {
-  const targets: readonly string[] = targetsOf(toolId);
-  for (const { value } of await journal.listRecords("switch")) {
-    const s = value as SwitchRecord;
-    if (s.status === "disabled" && targets.includes(s.target)) return { target: s.target, reason: s.reason, by: s.by, at: s.at };
-  }
-  return undefined;
+  const rows = (await Promise.all(targetsOf(toolId).map((target) => journal.getRecord("switch", target)))) as (SwitchRecord | undefined)[];
+  const s = rows.find((row) => row?.status === "disabled");
+  return s && { target: s.target, reason: s.reason, by: s.by, at: s.at };
 }
 
 export function createSwitches(ctx: AuthorityContext): Authority["switches"] {

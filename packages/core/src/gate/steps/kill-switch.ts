@@ -6,7 +6,7 @@
 import { switchFor } from "../../authority/switches.js";
 import { ToolError } from "../../errors.js";
 import type { KillSwitch } from "../../authority/types.js";
-import type { Frozen } from "../call-state.js";
+import type { Frozen, Runnable } from "../call-state.js";
 import type { GateEnv } from "../env.js";
 import type { InvokeResult } from "../results.js";
 import { refuse } from "../outcomes.js";
@@ -17,7 +17,13 @@ export const killSwitch: Step<Frozen, Frozen> = {
   run: (c, env) => checkSwitches(c, env),
 };
 
-async function checkSwitches(c: Frozen, env: GateEnv): Promise<Frozen | InvokeResult<unknown>> {
+/** The same check for recovery: a disabled tool's recorded intent is not replayed either. */
+export const killSwitchRecovered: Step<Runnable, Runnable> = {
+  name: "kill-switch",
+  run: (c, env) => checkSwitches(c, env),
+};
+
+async function checkSwitches<C extends Frozen>(c: C, env: GateEnv): Promise<C | InvokeResult<unknown>> {
   let stop: KillSwitch | undefined;
   try {
     stop = await switchFor(env.journal, c.manifest.id);
