@@ -4,7 +4,7 @@ import { hashCanonical, sha256Hex } from "../canonical-json.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import type { IntentInput, Journal } from "../journal/types.js";
 import type { JournalUnderTest } from "./describe-journal.js";
-import { at, checkFor, sampleIntent, sampleRequest } from "./journal-samples.js";
+import { at, checkFor, grantBy, sampleIntent, sampleRequest } from "./journal-samples.js";
 
 export function itWritesWhatTheMemoryJournalWrites(withJournal: (fn: (j: JournalUnderTest) => Promise<void>) => () => Promise<void>): void {
   it(
@@ -97,6 +97,24 @@ export function itWritesWhatTheMemoryJournalWrites(withJournal: (fn: (j: Journal
         j.decideApproval("same-r5", { kind: "grant", approver: "human", via: "owner", tokenHash: sha256Hex("tok5"), grantExpiresAt: at(600_000), at: at(95) }),
       );
       await both((j) => j.consumeGrant(checkFor(r5, "tok5"), { type: "approval.used", at: at(96), data: { requestId: r5.id } }));
+      const r6 = sampleRequest("same-r6", { approvalsNeeded: 2, callRef: "call-6" });
+      await both((j) => j.requestApproval(r6));
+      await both((j) => j.decideApproval("same-r6", { ...grantBy("op_a", "tok6", at(600_000), at(97)), via: "session" }));
+      await both((j) => j.decideApproval("same-r6", grantBy("op_a", "tok6", at(600_000), at(98))));
+      await both((j) => j.decideApproval("same-r6", grantBy("op_b", "tok6", at(600_000), at(99))));
+      await both((j) => j.requestApproval({ ...r6, id: "same-r7", createdAt: at(100) }));
+      const { tokenHash: _none, ...r6Binding } = checkFor(r6, "none");
+      await both((j) => j.consumeGrant({ ...r6Binding, byBinding: true }, { type: "approval.used", at: at(101), data: {} }));
+      const rec = (kind: string, id: string, value: unknown, when: number) =>
+        both((j) =>
+          j.updateRecord(kind, id, (current) => ({ value, event: { type: `${kind}.set`, at: at(when), data: { current: current ?? null } }, result: current })),
+        );
+      await rec("operator", "op_a", { role: "admin" }, 102);
+      await rec("switch", "tool:notes.add_note", { reason: "r" }, 103);
+      await rec("operator", "op_a", { role: "viewer" }, 104);
+      await both((j) => j.updateRecord("operator", "op_a", () => ({ value: { role: "x" }, event: { type: "no", at: at(105), data: {} }, result: 0 })));
+      await both((j) => j.getRecord("operator", "op_a"));
+      await both((j) => j.listRecords("operator"));
       await both((j) => j.getIntent("same1"));
       await both((j) => j.getIntent("missing"));
       await both((j) => j.getApproval("same-r1"));
