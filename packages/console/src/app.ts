@@ -177,7 +177,10 @@ export function createConsoleApp(options: ConsoleOptions, binding: ConsoleBindin
 function loginRoutes(app: Hono<ConsoleEnv>, { authority, csrf }: ConsoleContext) {
   app.get("/login", (c) => {
     const token = c.req.query("token");
-    const pre = randomBytes(32).toString("base64url");
+    // The browser's own side requests (a favicon redirected here) must not replace the cookie the
+    // open sign-in form's token is derived from: a well-formed one is kept.
+    const kept = getCookie(c, LOGIN_COOKIE);
+    const pre = kept !== undefined && /^[A-Za-z0-9_-]{43}$/.test(kept) ? kept : randomBytes(32).toString("base64url");
     setCookie(c, LOGIN_COOKIE, pre, { ...COOKIE_OPTIONS, maxAge: 15 * 60 });
     if (!token)
       return c.html(
