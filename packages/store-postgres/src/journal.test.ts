@@ -61,11 +61,11 @@ function rawRows(schema: string): RawJournalRows {
       run(`SELECT record FROM ${s}.records WHERE kind = $1 AND record_id = $2`, [kind, id], (rows) => rows[0]?.["record"] as string | undefined),
     // An UPDATE of the stored row when there is one (an edit), an INSERT otherwise (a forgery).
     putRecord: (r) =>
-      run(`INSERT INTO ${s}.records (kind, record_id, record) VALUES ($1, $2, $3) ON CONFLICT (kind, record_id) DO UPDATE SET record = EXCLUDED.record`, [
-        r.kind,
-        r.id,
-        r.text,
-      ]),
+      run(
+        `WITH edited AS (UPDATE ${s}.records SET record = $3 WHERE kind = $1 AND record_id = $2 RETURNING 1)
+         INSERT INTO ${s}.records (kind, record_id, record) SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM edited)`,
+        [r.kind, r.id, r.text],
+      ),
     deleteRecord: (kind, id) => run(`DELETE FROM ${s}.records WHERE kind = $1 AND record_id = $2`, [kind, id]),
     rewindSubject: (subject, to) => run(`UPDATE ${s}.audit SET subject = NULL WHERE subject = $1 AND seq > $2`, [subject, to.seq]),
   };

@@ -72,11 +72,8 @@ function rawRows(path: string): RawJournalRows {
     // An UPDATE of the stored row when there is one (an edit), an INSERT otherwise (a forgery).
     putRecord: (r) =>
       run((db) => {
-        db.prepare("INSERT INTO records (kind, record_id, record) VALUES (?, ?, ?) ON CONFLICT (kind, record_id) DO UPDATE SET record = excluded.record").run(
-          r.kind,
-          r.id,
-          r.text,
-        );
+        const edited = db.prepare("UPDATE records SET record = ? WHERE kind = ? AND record_id = ?").run(r.text, r.kind, r.id);
+        if (edited.changes === 0) db.prepare("INSERT INTO records (kind, record_id, record) VALUES (?, ?, ?)").run(r.kind, r.id, r.text);
       }),
     deleteRecord: (kind, id) => run((db) => void db.prepare("DELETE FROM records WHERE kind = ? AND record_id = ?").run(kind, id)),
     rewindSubject: (subject, to) => run((db) => void db.prepare("UPDATE audit SET subject = NULL WHERE subject = ? AND seq > ?").run(subject, to.seq)),
