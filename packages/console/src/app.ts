@@ -111,6 +111,8 @@ export function createConsoleApp(options: ConsoleOptions, binding: ConsoleBindin
     return next();
   });
   app.get("/static/console.js", (c) => c.body(CONSOLE_JS, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "no-cache" }));
+  // Browsers ask for an icon on every page; answered here, it never bounces through /login.
+  app.get("/favicon.ico", (c) => c.body(null, 204));
   app.get("/static/console.css", (c) => c.body(CONSOLE_CSS, 200, { "content-type": "text/css; charset=utf-8", "cache-control": "no-cache" }));
 
   // Every POST: this origin only, a bounded form body, parsed once.

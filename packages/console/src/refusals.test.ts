@@ -218,6 +218,16 @@ describe("sessions", () => {
     expect(expired.status).toBe(401);
   });
 
+  it("the browser's side requests while the sign-in page is open (an icon, the sign-in page again) do not void its form", async () => {
+    const { loginToken } = await desk.gate.authority.operators.add("erin", { role: "viewer" }, desk.gate.authority.owner());
+    const who = person(desk);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await (await who.get(`/login?token=${loginToken}`)).text())![1]!;
+    const icon = await who.get("/favicon.ico");
+    expect([icon.status, icon.headers.getSetCookie()]).toEqual([204, []]);
+    await who.get("/login");
+    expect((await who.post("/login", { csrf, token: loginToken })).status).toBe(303);
+  });
+
   it("the session cookie is HttpOnly, SameSite=Strict, Path=/ and carries no login token", async () => {
     const { loginToken } = await desk.gate.authority.operators.add("dora", { role: "viewer" }, desk.gate.authority.owner());
     const who = person(desk);
