@@ -57,7 +57,7 @@ describe.skipIf(skipReason !== undefined)(`console in Chromium: sign in, live qu
     await screenshot(page, "approvals-live");
   });
 
-  it("approved in the page, the retried call runs exactly once; a third try finds no grant", async () => {
+  it("approved in the page, the retried call runs exactly once; the grant is spent by it", async () => {
     const input = { to: "ops-team", text: "deploy window moves to 18:00" };
     const id = requestIdOf(await desk.project.call("desk.send_memo", input)); // the same call again: the same request
     expect(desk.project.runs()).toEqual([]);
@@ -75,17 +75,21 @@ describe.skipIf(skipReason !== undefined)(`console in Chromium: sign in, live qu
     expect(retried.code).toBe(0);
     expect(desk.project.runs()).toEqual([{ tool: "desk.send_memo", input }]);
 
-    // The grant is spent: the next identical call waits for a human again, and nothing ran twice.
-    const third = await desk.project.call("desk.send_memo", input);
-    expect(third.code).toBe(4);
-    expect(requestIdOf(third)).not.toBe(id);
+    // The same call once more is the same effect: its recorded result is replayed, nothing runs.
+    const replay = await desk.project.call("desk.send_memo", input);
+    expect(replay.code).toBe(0);
+    expect(replay.stdout).toContain("replayed");
+    // The grant is spent: another call with this input (a new idempotency key) waits for a human again.
+    const another = await desk.project.call("desk.send_memo", input, "--key", "memo-2");
+    expect(another.code).toBe(4);
+    expect(requestIdOf(another)).not.toBe(id);
     expect(desk.project.runs()).toHaveLength(1);
     const events = await desk.project.audit();
     expect(events.filter((e) => e.type === "approval.consumed")).toHaveLength(1);
     expect(events.filter((e) => e.type === "approval.granted" && JSON.stringify(e).includes(id))).toHaveLength(1);
   });
 
-  it("denied in the page with a reason, the retried call does not run and says denied", async () => {
+  it("denied in the page with a reason, the retried call does not run (it waits for a new decision) and the denial stays on record", async () => {
     const input = { to: "finance", text: "wire the money today" };
     const id = requestIdOf(await desk.project.call("desk.send_memo", input));
     const card = page.locator(`article[data-request-id="${id}"]`);
@@ -100,9 +104,12 @@ describe.skipIf(skipReason !== undefined)(`console in Chromium: sign in, live qu
     expect(decided.reason).toBe("not without the invoice");
     expect(decided.decidedBy).toMatch(/^op_/);
 
+    // The retry does not run: the denied request is not taken, the call waits for a new decision.
     const retried = await desk.project.call("desk.send_memo", input);
-    expect(retried.code).not.toBe(0);
-    expect(`${retried.stdout}${retried.stderr}`).toMatch(/denied/i);
+    expect(requestIdOf(retried)).not.toBe(id);
+    expect((await desk.project.request(id)).status).toBe("denied");
     expect(desk.project.runs().filter((r) => r.tool === "desk.send_memo" && JSON.stringify(r.input) === JSON.stringify(input))).toEqual([]);
+    const events = await desk.project.audit();
+    expect(events.some((e) => e.type === "approval.denied" && JSON.stringify(e).includes("not without the invoice"))).toBe(true);
   });
 });
