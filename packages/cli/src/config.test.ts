@@ -67,6 +67,12 @@ describe("profiles and the console section", () => {
     await expect(json({}, [profile, profile])).rejects.toThrow('two profiles are named "writer"');
   });
 
+  it("a PostgreSQL journal may name its schema (several journals in one database); a bad name is refused", async () => {
+    const config = await json({ journal: { postgres: "postgres://127.0.0.1/db", schema: "team_a" } });
+    expect(config.journal).toEqual({ postgres: "postgres://127.0.0.1/db", schema: "team_a" });
+    await expect(json({ journal: { postgres: "postgres://127.0.0.1/db", schema: "Team-A; drop" } })).rejects.toThrow("journal");
+  });
+
   it("keeps twoPersonFrom on the profile the gate gets", async () => {
     const config = await json({}, [{ ...profile, twoPersonFrom: "high" }]);
     expect(config.profiles[0]).toMatchObject({ name: "writer", twoPersonFrom: "high" });

@@ -36,7 +36,19 @@ export interface Composition {
  */
 const common = { witness: z.string().min(1).optional(), retainReadOutputs: z.boolean().optional() };
 const journalSchema = z.union(
-  [z.object({ sqlite: z.string(), ...common }), z.object({ postgres: z.string(), ...common }), z.object({ memory: z.literal(true), ...common })],
+  [
+    z.object({ sqlite: z.string(), ...common }),
+    z.object({
+      postgres: z.string(),
+      /** The schema holding the journal's tables (default `toolgate`): one database can hold several journals. */
+      schema: z
+        .string()
+        .regex(/^[a-z_][a-z0-9_]{0,62}$/, { error: "schema must be a lower-case PostgreSQL name (letters, digits, _)" })
+        .optional(),
+      ...common,
+    }),
+    z.object({ memory: z.literal(true), ...common }),
+  ],
   { error: 'must be { "sqlite": path }, { "postgres": url } or { "memory": true }' },
 );
 

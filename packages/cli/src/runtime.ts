@@ -139,7 +139,7 @@ async function openJournal(baseDir: string, where: ToolgateConfig["journal"], au
   if (where && "memory" in where) return createMemoryJournal(options);
   if (where && "postgres" in where) {
     const { connectPostgresJournal } = await import("@toolgate/store-postgres");
-    return connectPostgresJournal(where.postgres, options);
+    return connectPostgresJournal(where.postgres, { ...options, ...(where.schema ? { schema: where.schema } : {}) });
   }
   const path = resolve(baseDir, where && "sqlite" in where ? where.sqlite : join(stateDir, "journal.db"));
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
