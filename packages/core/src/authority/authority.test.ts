@@ -37,13 +37,21 @@ describe("one-time login tokens", () => {
     }
   });
 
-  it("a disabled operator's login token signs nobody in; no token is issued for it", async () => {
+  it("a disabled operator's login token signs nobody in, not even once it is enabled again; no token is issued for it", async () => {
     const { gate } = worker();
     const owner = gate.authority.owner();
     const { loginToken } = await gate.authority.operators.add("alma", { role: "approver" }, owner);
     await gate.authority.operators.disable("alma", owner);
     expect(await gate.authority.login(loginToken)).toBeUndefined();
     await expect(gate.authority.operators.issueLogin("alma", owner)).rejects.toSatisfy((e) => ToolError.is(e, "operator_disabled"));
+    // Enabled again, a token issued before the disable still signs nobody in.
+    await gate.authority.operators.enable("alma", owner);
+    const unused = await gate.authority.operators.issueLogin("alma", owner);
+    await gate.authority.operators.disable("alma", owner);
+    await gate.authority.operators.enable("alma", owner);
+    expect(await gate.authority.login(unused.loginToken)).toBeUndefined();
+    expect(await gate.authority.login(loginToken)).toBeUndefined();
+    expect(await gate.authority.login((await gate.authority.operators.issueLogin("alma", owner)).loginToken)).toMatchObject({ approver: { name: "alma" } });
   });
 });
 

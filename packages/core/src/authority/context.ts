@@ -28,7 +28,10 @@ export interface AuthorityContext {
   admin(approver: unknown): Promise<LiveApprover>;
 }
 
-export interface OperatorRecord extends Operator {}
+export interface OperatorRecord extends Operator {
+  /** Raised each time the operator is disabled or removed: sessions and login tokens made before stay closed, even once it is enabled again. */
+  readonly epoch?: number;
+}
 export interface ClientRecord extends McpClient {
   readonly tokenHash: string;
 }
@@ -37,6 +40,13 @@ export interface SecretRecord {
   readonly status: "open" | "spent" | "active" | "ended";
   readonly expiresAt: string;
   readonly createdAt: string;
+  /** The operator's epoch when this was made (absent: 0). */
+  readonly epoch?: number;
+}
+
+/** A session or login token opens only for the operator as it was when it was made, never across a disable. */
+export function sameEpoch(secret: Pick<SecretRecord, "epoch">, operator: Pick<OperatorRecord, "epoch">): boolean {
+  return (secret.epoch ?? 0) === (operator.epoch ?? 0);
 }
 
 /** 32 random bytes, base64url, with its kind's prefix (`tgl_`, `tgs_`, `tgc_`). */
@@ -82,8 +92,9 @@ export function createContext(journal: RecordJournal, redactor: Redactor, clock:
         }
         return { id: `mcp:${client.id}`, via, role: "approver", scope: undefined, client: publicClient(client) };
       }
+      let session: SecretRecord | undefined;
       if (stands.sessionHash !== undefined) {
-        const session = (await journal.getRecord("session", stands.sessionHash)) as SecretRecord | undefined;
+        session = (await journal.getRecord("session", stands.sessionHash)) as SecretRecord | undefined;
         if (!session || session.status !== "active" || Date.parse(session.expiresAt) <= clock()) {
           throw new ToolError("approver_invalid", "the session has ended or expired; sign in again");
         }
@@ -91,6 +102,8 @@ export function createContext(journal: RecordJournal, redactor: Redactor, clock:
       const operator = (await journal.getRecord("operator", stands.operatorId)) as OperatorRecord | undefined;
       if (!operator) throw new ToolError("approver_invalid", `no operator ${stands.operatorId}`);
       if (operator.status !== "active") throw new ToolError("approver_forbidden", `operator ${operator.name} is ${operator.status}`);
+      if (session && !sameEpoch(session, operator))
+        throw new ToolError("approver_invalid", "the session began before the operator was disabled; sign in again");
       return { id: operator.id, via, role: operator.role, scope: operator.scope, client: undefined };
     },
     async admin(approver) {

@@ -80,8 +80,13 @@ describe("the desk refuses anything but an authenticated approver", () => {
     await refusedWith(gate.approvals.grant(id, { by: host }), "approver_forbidden");
     expect(await gate.authority.session(signedIn!.session)).toBeUndefined();
     await refusedWith(gate.authority.actingAs("alma"), "operator_disabled");
+    const link = await gate.authority.operators.issueLogin("alma", owner).catch((e: unknown) => e);
+    expect(ToolError.is(link, "operator_disabled")).toBe(true);
     await gate.authority.operators.enable("alma", owner);
-    expect((await gate.approvals.grant(id, { by: signedIn!.approver })).status).toBe("granted");
+    // Enabled again: the sessions it had before stay closed (a disable is how a leaked session is stopped).
+    await refusedWith(gate.approvals.grant(id, { by: signedIn!.approver }), "approver_invalid");
+    expect(await gate.authority.session(signedIn!.session)).toBeUndefined();
+    expect((await gate.approvals.grant(id, { by: await gate.authority.actingAs("alma") })).status).toBe("granted");
     await gate.authority.operators.remove("alma", owner);
     const second = await asked(gate, "notes.add_note", { id: "m", text: "other" });
     await refusedWith(gate.approvals.grant(second, { by: host }), "approver_forbidden");

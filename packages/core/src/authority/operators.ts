@@ -8,6 +8,7 @@ import {
   looksLikeSecret,
   newSecret,
   orUndefined,
+  sameEpoch,
   secretHash,
   type AuthorityContext,
   type LiveApprover,
@@ -70,12 +71,12 @@ export function createOperators(ctx: AuthorityContext): OperatorsApi {
   };
 
   /** A one-time login token for an operator: registered with the redactor until it expires or is spent. */
-  const issue = async (operator: Operator, by: LiveApprover) => {
+  const issue = async (operator: OperatorRecord, by: LiveApprover) => {
     const loginToken = newSecret("tgl_");
     const at = ctx.clock();
     const expiresAt = ctx.iso(at + LOGIN_TTL_MS);
     ctx.redactor.register(loginToken, { until: at + LOGIN_TTL_MS });
-    const record: SecretRecord = { operatorId: operator.id, status: "open", expiresAt, createdAt: ctx.iso(at) };
+    const record: SecretRecord = { operatorId: operator.id, status: "open", expiresAt, createdAt: ctx.iso(at), ...epochOf(operator) };
     await journal.updateRecord("login", secretHash(loginToken), (current) => {
       if (current !== undefined) throw new ToolError("conflict", "a login token collided");
       return { value: record, event: changeEvent(ctx, "operator.login_issued", by, { operator: operator.id, expiresAt }), result: undefined };
@@ -90,7 +91,8 @@ export function createOperators(ctx: AuthorityContext): OperatorsApi {
       const now = current as OperatorRecord | undefined;
       if (!now) throw new ToolError("operator_unknown", `no operator ${target.id}`);
       if (now.status === "removed") throw new ToolError("operator_disabled", `operator ${now.name} was removed`);
-      const next: OperatorRecord = { ...now, status };
+      // Stopped: every session and login token made so far stays closed, even once enabled again.
+      const next: OperatorRecord = { ...now, status, ...(status === "active" ? {} : { epoch: (now.epoch ?? 0) + 1 }) };
       return { value: next, event: changeEvent(ctx, type, live, { operator: now.id, name: now.name }), result: Object.freeze(next) };
     });
     return result;
@@ -136,6 +138,8 @@ export function createOperators(ctx: AuthorityContext): OperatorsApi {
 
 export type SessionsApi = Pick<Authority, "login" | "session" | "logout" | "actingAs">;
 
+const epochOf = (operator: OperatorRecord): { readonly epoch?: number } => (operator.epoch ? { epoch: operator.epoch } : {});
+
 export function operatorApprover(operator: Operator, via: Approver["via"], sessionHash?: string): Approver {
   return mint(
     { kind: "operator", id: operator.id, name: operator.name, role: operator.role, via },
@@ -168,18 +172,18 @@ export function createSessions(ctx: AuthorityContext, operators: OperatorsApi, s
               throw new ToolError("approver_invalid", "the login token is unknown, spent or expired");
             }
             const event = changeEvent(ctx, "operator.login", undefined, { operator: token.operatorId });
-            return { value: { ...token, status: "spent" }, event, result: token.operatorId };
+            return { value: { ...token, status: "spent" }, event, result: token };
           }),
         "approver_invalid",
       );
       ctx.redactor.unregister(loginToken);
-      const operator = spent && (await activeOperator(spent.result));
-      if (!operator) return undefined;
+      const operator = spent && (await activeOperator(spent.result.operatorId));
+      if (!operator || !sameEpoch(spent.result, operator)) return undefined;
       const session = newSecret("tgs_");
       const hash = secretHash(session);
       const expiresAt = ctx.iso(at + sessionTtlMs);
       ctx.redactor.register(session, { until: at + sessionTtlMs });
-      const record: SecretRecord = { operatorId: operator.id, status: "active", expiresAt, createdAt: ctx.iso(at) };
+      const record: SecretRecord = { operatorId: operator.id, status: "active", expiresAt, createdAt: ctx.iso(at), ...epochOf(operator) };
       await journal.updateRecord("session", hash, (current) => {
         if (current !== undefined) throw new ToolError("conflict", "a session id collided");
         return { value: record, event: changeEvent(ctx, "session.started", undefined, { operator: operator.id, expiresAt }), result: undefined };
@@ -192,7 +196,7 @@ export function createSessions(ctx: AuthorityContext, operators: OperatorsApi, s
       const record = (await journal.getRecord("session", hash)) as SecretRecord | undefined;
       if (!record || record.status !== "active" || Date.parse(record.expiresAt) <= ctx.clock()) return undefined;
       const operator = await activeOperator(record.operatorId);
-      return operator && operatorApprover(operator, "session", hash);
+      return operator && sameEpoch(record, operator) ? operatorApprover(operator, "session", hash) : undefined;
     },
     async logout(session) {
       if (!looksLikeSecret(session, "tgs_")) return;

@@ -26,7 +26,8 @@ describe("the gate's pipeline", () => {
   it("shares its effect steps with recovery's replay: the same objects, not copies", () => {
     expect(INVOKE_STEPS.slice(-EFFECT_STEPS.length)).toEqual([...EFFECT_STEPS]);
     for (const [i, step] of EFFECT_STEPS.entries()) expect(INVOKE_STEPS[INVOKE_STEPS.length - EFFECT_STEPS.length + i]).toBe(step);
-    expect(RECOVERY_STEPS.map((s) => s.name)).toEqual(["recorded-intent", ...EFFECT_STEPS.map((s) => s.name)]);
-    expect(RECOVERY_STEPS.slice(1)).toEqual([...EFFECT_STEPS]);
+    // A recovered intent passes the kill switch too, then the same effect steps.
+    expect(RECOVERY_STEPS.map((s) => s.name)).toEqual(["recorded-intent", "kill-switch", ...EFFECT_STEPS.map((s) => s.name)]);
+    expect(RECOVERY_STEPS.slice(2)).toEqual([...EFFECT_STEPS]);
   });
 });

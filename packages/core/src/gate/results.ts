@@ -25,7 +25,10 @@ export interface OkResult<TOutput> extends ResultBase {
   readonly idempotencyKey: string;
 }
 
-/** A human must approve first. Pass the grant from `gate.approvals.grant(requestId)` back as `call.approval`. */
+/**
+ * A human must approve first (`gate.approvals.grant(requestId, { by })`, as an authenticated
+ * approver). Then the same call, retried, runs once; or pass the grant back as `call.approval`.
+ */
 export interface ApprovalRequiredResult extends ResultBase {
   readonly status: "approval_required";
   /** `call`: approve running the call; `output`: release output held because it was flagged. */

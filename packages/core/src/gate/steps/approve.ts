@@ -38,7 +38,8 @@ function tooFewApprovers(env: GateEnv, c: Checked, request: ApprovalRequest): Pr
 async function askOrTakeGrant(c: Checked, approval: BuiltPreview, env: GateEnv): Promise<Approved | InvokeResult<unknown>> {
   const asked = await recordRequest(env, c, "call", approval.preview, approval.previewHash);
   if ("status" in asked) return asked;
-  if (asked.request.status !== "granted") return approvalRequired(c, "call", asked.request, asked.receipt);
+  // Only a granted request to run a call (never a held output's release) stands for this call.
+  if (asked.request.status !== "granted" || asked.request.kind !== "call") return approvalRequired(c, "call", asked.request, asked.receipt);
   const fewer = tooFewApprovers(env, c, asked.request);
   if (fewer) return fewer;
   (c as Writable<Approved>).grant = bindingCheckFor(env, c, asked.request.id, approval.previewHash);

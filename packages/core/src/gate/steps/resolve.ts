@@ -65,7 +65,7 @@ function checkCallOptions(call: CallOptions): ToolError | undefined {
       typeof (grant as ApprovalGrant).requestId !== "string" ||
       typeof (grant as ApprovalGrant).token !== "string")
   ) {
-    problems.push("approval (the grant gate.approvals.grant returned: requestId and token strings)");
+    problems.push("approval (the grant from gate.approvals.grant: requestId and token strings)");
   }
   if (call.signal !== undefined && !(call.signal instanceof AbortSignal)) problems.push("signal (an AbortSignal)");
   if (call.onProgress !== undefined && typeof call.onProgress !== "function") problems.push("onProgress (a function)");
