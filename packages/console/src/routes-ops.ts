@@ -152,28 +152,4 @@ ${
       return failurePage(c, authority, error);
     }
   });
-
-  app.get("/operators", async (c) => {
-    const ctx = pageContext(c, authority);
-    if (!authority.can(ctx.approver!, "admin")) return forbidden(c, authority, "Only an admin sees the operators.");
-    const operators = await authority.operators.list();
-    const rows = operators.map((o) => [
-      h`<code>${o.id}</code>`,
-      visible(o.name),
-      o.role,
-      o.scope ? visible(JSON.stringify(o.scope)) : "all",
-      o.status,
-      o.createdAt,
-      visible(o.createdBy),
-    ]);
-    return c.html(
-      layout(
-        "Operators",
-        ctx,
-        h`<p>Add, disable or remove operators with <code>toolgate operators …</code> on the machine that holds the state.</p>
-${table(["id", "name", "role", "scope", "status", "created", "by"], rows, "operators")}`,
-        "/operators",
-      ),
-    );
-  });
 }
