@@ -1,6 +1,8 @@
 // An admin's path: the kill switch set in the page stops a tool for another worker process sharing
 // the journal, and re-enabled it runs again; the audit page verifies the chain and exports it.
 import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { screenshot, signIn, skipReason, withConsole } from "./fixtures/harness.js";
@@ -55,26 +57,55 @@ describe.skipIf(skipReason !== undefined)(`console in Chromium: kill switch and 
     expect((await desk.project.call("desk.count_words", { text: "eight" })).code).toBe(0);
   });
 
+  it("the inventory lists each tool with its risk, its approval and the profile that reaches it", async () => {
+    await page.goto(`${desk.server.url}/inventory`);
+    const rows = page.locator("tr", { hasText: "desk.send_memo" });
+    await expect(rows.count()).resolves.toBeGreaterThan(0);
+    const memo = await rows.first().innerText();
+    expect(memo).toContain("medium");
+    expect(memo).toContain("always");
+    expect(memo).toContain("writer");
+    await expect(page.locator("body").innerText()).resolves.toContain("desk.count_words");
+    await screenshot(page, "inventory");
+  });
+
   it("the audit page verifies the chain and shows the result; export downloads the journal as JSON lines", async () => {
     await page.goto(`${desk.server.url}/audit`);
-    await Promise.all([
-      page.waitForNavigation(),
-      page.locator('form[action="/audit/verify"] button, form[action="/audit/verify"] input[type="submit"]').first().click(),
-    ]);
+    await Promise.all([page.waitForNavigation(), verifyButton().click()]);
     const shown = await page.locator("body").innerText();
-    expect(shown).toMatch(/verified|intact|chain (is )?ok/i);
-    expect(shown).not.toMatch(/tampered|broken/i);
     await screenshot(page, "audit-verified");
 
     const [download] = await Promise.all([page.waitForEvent("download"), page.locator('a[href^="/audit/export"]').first().click()]);
-    const path = await download.path();
-    const lines = (await readFile(path, "utf8")).split("\n").filter(Boolean);
-    const events = lines.map((line) => JSON.parse(line) as { type: string });
+    const lines = (await readFile(await download.path(), "utf8")).split("\n").filter(Boolean);
+    const events = lines.map((line) => JSON.parse(line) as { type: string; seq: number });
+    expect(shown).toContain(`Verified. The audit chain holds ${events.length} events`);
     const fromCli = await desk.project.audit();
-    expect(events.length).toBeGreaterThan(0);
     expect(events.map((e) => e.type)).toEqual(fromCli.slice(0, events.length).map((e) => e.type));
     // The refusals and the switches themselves are in it (who set them, and why).
     expect(lines.some((line) => line.includes("tool_disabled"))).toBe(true);
     expect(lines.some((line) => line.includes("family:desk") && line.includes("maintenance"))).toBe(true);
   });
+
+  it("an audit event edited in the database: verify in the page fails and names it", async () => {
+    const edited = (await desk.project.audit()).find((e) => JSON.stringify(e).includes("maintenance"));
+    expect(edited?.["seq"]).toEqual(expect.any(Number));
+    const db = new Database(join(desk.project.dir, ".toolgate", "journal.db"));
+    try {
+      const row = db.prepare("SELECT payload FROM audit WHERE seq = ?").get(edited!["seq"]) as { payload: string };
+      expect(row.payload).toContain("maintenance");
+      db.prepare("UPDATE audit SET payload = ? WHERE seq = ?").run(row.payload.replace("maintenance", "routine"), edited!["seq"]);
+    } finally {
+      db.close();
+    }
+    await page.goto(`${desk.server.url}/audit`);
+    await Promise.all([page.waitForNavigation(), verifyButton().click()]);
+    const shown = await page.locator("body").innerText();
+    expect(shown).not.toContain("Verified.");
+    expect(shown).toContain(`broken at #${String(edited!["seq"])}:`);
+    await screenshot(page, "audit-tampered");
+  });
+
+  function verifyButton() {
+    return page.locator('form[action="/audit/verify"] button, form[action="/audit/verify"] input[type="submit"]').first();
+  }
 });
