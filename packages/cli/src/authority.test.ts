@@ -147,6 +147,22 @@ describe("toolgate kill-switch", () => {
     expect(again.stderr).toMatch(/^hint: /m);
   });
 
+  it("a reason set elsewhere (an admin in the console) cannot rewrite the owner's terminal: list and the refusal show its controls as markers", async () => {
+    const runtime = await openRuntime({ cwd: dir });
+    try {
+      const authority = runtime.gate.authority;
+      await authority.switches.disable("tool:notes.count_words", "ok\u001b[2K\rnothing is switched off", authority.owner());
+    } finally {
+      await runtime.close();
+    }
+    const list = await toolgate("kill-switch", "list");
+    expect(list.stdout).not.toMatch(/[\u001b\r]/);
+    expect(list.stdout).toContain("ok⟨U+001B⟩[2K⟨U+000D⟩nothing is switched off");
+    const refused = await count();
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).not.toMatch(/[\u001b\r]/);
+  });
+
   it("a whole family, as notes.* or family:notes, stops every tool of it", async () => {
     expect((await toolgate("kill-switch", "on", "notes.*", "--reason", "incident 7")).code).toBe(0);
     expect((await count()).stdout).toContain("tool_disabled");
@@ -207,6 +223,25 @@ describe("toolgate approvals, decided as the owner", () => {
     expect((await toolgate("approvals", "show", other)).stdout).toContain("decided  denied by owner (owner)");
     expect((await toolgate("approvals", "approve", other)).code).toBe(1);
     expect((await toolgate("approvals", "list", "--status", "all")).stdout.split("\n")[0]).toMatch(/^request\s+status\s+approvals\s+tool/);
+  });
+
+  it("show names the call's callRef (a framework's or client's id for it) and the approvals so far", async () => {
+    const runtime = await openRuntime({ cwd: dir });
+    let id: string;
+    try {
+      const result = await runtime.gate.invoke(
+        "notes.save_note",
+        { name: "ref", text: "from a framework" },
+        { principal: "agent", tenant: "default", profile: runtime.profile("writer"), callRef: "call_abc123" },
+      );
+      expect(result.status).toBe("approval_required");
+      id = (result as { requestId: string }).requestId;
+    } finally {
+      await runtime.close();
+    }
+    const shown = await toolgate("approvals", "show", id);
+    expect(shown.stdout).toMatch(/^callRef {2}call_abc123$/m);
+    expect(JSON.parse((await toolgate("approvals", "show", id, "--json")).stdout)).toMatchObject({ callRef: "call_abc123", status: "pending" });
   });
 
   it("a two-person request: the owner's approval is 1 of 2, the owner again is refused, an approver signed in through the authority completes it", async () => {

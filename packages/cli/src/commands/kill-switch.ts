@@ -5,6 +5,7 @@
  */
 import { ToolError } from "@toolgate/core";
 import { CliFailure, EXIT, printList, type Io } from "../output.js";
+import { printable } from "../printable.js";
 import type { Runtime } from "../runtime.js";
 import { switchTarget } from "./targets.js";
 
@@ -51,6 +52,6 @@ export async function killSwitchList(runtime: Runtime, options: { json: boolean 
     json: options.json,
     empty: "no kill switch is on",
     headers: ["target", "reason", "by", "at"],
-    row: (s) => [s.target, s.reason, s.by, s.at],
+    row: (s) => [s.target, s.reason, s.by, s.at].map(printable),
   });
 }

@@ -6,6 +6,7 @@ import { RISK_LEVELS, ToolError, type RiskLevel } from "@toolgate/core";
 import type { Operator, OperatorRole, OperatorScope } from "@toolgate/core/operator";
 import { DEFAULT_CONSOLE_PORT } from "../console-config.js";
 import { CliFailure, EXIT, printList, type Io } from "../output.js";
+import { printable } from "../printable.js";
 import type { Runtime } from "../runtime.js";
 import { splitList, toolSelectors } from "./targets.js";
 
@@ -98,7 +99,7 @@ export async function operatorsList(runtime: Runtime, options: { json: boolean }
     json: options.json,
     empty: "no operators yet: toolgate operators add NAME --role approver",
     headers: ["id", "name", "role", "scope", "status"],
-    row: (o) => [o.id, o.name, o.role, describeScope(o.scope), o.status],
+    row: (o) => [o.id, o.name, o.role, describeScope(o.scope), o.status].map(printable),
   });
 }
 
