@@ -67,7 +67,7 @@ export function createClients(ctx: AuthorityContext): Authority["clients"] {
     async remove(idOrName, by) {
       const live = await ctx.admin(by);
       const found = await find(idOrName);
-      if (!found) throw new ToolError("operator_unknown", `no MCP client ${JSON.stringify(String(idOrName).slice(0, 80))}`);
+      if (!found) throw new ToolError("operator_unknown", "no MCP client by that id or name");
       const { result } = await journal.updateRecord("client", found.id, (current) => {
         const now = current as ClientRecord | undefined;
         if (!now || now.status !== "active") throw new ToolError("operator_unknown", `MCP client ${found.id} is not active`);

@@ -66,7 +66,7 @@ export function createOperators(ctx: AuthorityContext): OperatorsApi {
   };
   const mustFind = async (idOrName: string) => {
     const found = await find(idOrName);
-    if (!found) throw new ToolError("operator_unknown", `no operator ${JSON.stringify(String(idOrName).slice(0, 80))}`);
+    if (!found) throw new ToolError("operator_unknown", "no operator by that id or name");
     return found;
   };
 
@@ -156,7 +156,7 @@ export function createSessions(ctx: AuthorityContext, operators: OperatorsApi, s
   return {
     async actingAs(idOrName) {
       const operator = await operators.find(idOrName);
-      if (!operator) throw new ToolError("operator_unknown", `no operator ${JSON.stringify(String(idOrName).slice(0, 80))}`);
+      if (!operator) throw new ToolError("operator_unknown", "no operator by that id or name");
       if (operator.status !== "active") throw new ToolError("operator_disabled", `operator ${operator.name} is ${operator.status}`);
       return operatorApprover(operator, "host");
     },

@@ -56,7 +56,7 @@ export function createApprovalDesk(
       throw new ToolError("approver_invalid", "a decision is made by an authenticated approver ({ by }) from gate.authority, not a typed name");
     }
     const request = await journal.getApproval(requestId);
-    if (!request) throw new ToolError("approval_unknown", `no approval request ${String(requestId).slice(0, 80)}`);
+    if (!request) throw new ToolError("approval_unknown", `no approval request ${redactor.redactText(String(requestId)).slice(0, 80)}`);
     const live = await checkDecider(authority, options?.by, request, tools.get(request.toolId)?.manifest);
     return { request, live };
   };
