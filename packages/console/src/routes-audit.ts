@@ -17,8 +17,8 @@ export interface AuditFilter {
 }
 
 /** Every audit record, page by page. */
-async function* records(journal: Journal): AsyncGenerator<AuditRecord> {
-  let after = 0;
+async function* records(journal: Journal, from = 0): AsyncGenerator<AuditRecord> {
+  let after = from;
   for (;;) {
     const page = await journal.readAudit({ afterSeq: after, limit: PAGE });
     if (page.length === 0) return;
@@ -87,13 +87,17 @@ export function auditRoutes(app: Hono<ConsoleEnv>, { gate, authority }: ConsoleC
     const filter = parseAuditFilter(query);
     const shown: AuditRecord[] = [];
     let total = 0;
+    // Unfiltered, only the newest events are read; a filter reads the whole chain.
+    const unfiltered = !("error" in filter) && Object.keys(filter).length === 0;
+    const head = unfiltered ? (await gate.journal.head()).seq : 0;
     if (!("error" in filter))
-      for await (const record of records(gate.journal)) {
+      for await (const record of records(gate.journal, Math.max(0, head - SHOWN))) {
         if (!matches(record, filter)) continue;
         total++;
         shown.push(record);
         if (shown.length > SHOWN) shown.shift();
       }
+    if (unfiltered) total = head;
     const value = (name: string) => query(name) ?? "";
     const exportQuery = new URLSearchParams(
       Object.entries({ tool: value("tool"), principal: value("principal"), tenant: value("tenant"), from: value("from"), to: value("to") }).filter(
@@ -135,9 +139,25 @@ ${table(
   app.get("/audit/export", async (c) => {
     const filter = parseAuditFilter((n) => c.req.query(n));
     if ("error" in filter) return c.text(filter.error, 400);
-    const lines: string[] = [];
-    for await (const record of records(gate.journal)) if (matches(record, filter)) lines.push(JSON.stringify(record));
-    return c.body(lines.length > 0 ? `${lines.join("\n")}\n` : "", 200, {
+    // Streamed page by page: a long journal is never held in memory as one text.
+    const source = records(gate.journal);
+    const encoder = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const lines: string[] = [];
+        while (lines.length < 500) {
+          const next = await source.next();
+          if (next.done) break;
+          if (matches(next.value, filter)) lines.push(`${JSON.stringify(next.value)}\n`);
+        }
+        if (lines.length > 0) controller.enqueue(encoder.encode(lines.join("")));
+        else controller.close();
+      },
+      async cancel() {
+        await source.return(undefined);
+      },
+    });
+    return c.body(body, 200, {
       "content-type": "application/x-ndjson; charset=utf-8",
       "content-disposition": `attachment; filename="toolgate-audit.jsonl"`,
     });
