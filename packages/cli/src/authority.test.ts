@@ -137,7 +137,9 @@ describe("toolgate kill-switch", () => {
     expect(refused.code).toBe(1);
     expect(refused.stdout).toMatch(/^denied: tool_disabled — /);
     expect(refused.stdout).toContain("pre effect refusal");
-    expect(refused.stdout).toContain("hint: an operator stopped it: toolgate kill-switch list shows why; toolgate kill-switch off notes.count_words");
+    expect(refused.stdout).toContain(
+      "hint: an operator stopped it: toolgate kill-switch list shows why; toolgate kill-switch off tool:notes.count_words turns it back on",
+    );
     expect((await toolgate("kill-switch", "list")).stdout).toMatch(/tool:notes\.count_words\s+counts wrong\s+owner/);
     expect((await toolgate("audit", "tail", "--json")).stdout).toContain("tool_disabled");
     expect((await toolgate("kill-switch", "off", "tool:notes.count_words")).code).toBe(0);
@@ -169,6 +171,7 @@ describe("toolgate kill-switch", () => {
     const save = await toolgate("call", "notes.save_note", "--input", '{"name":"a","text":"b"}', "--profile", "writer");
     expect(save.code).toBe(1);
     expect(save.stdout).toContain("tool_disabled");
+    expect(save.stdout).toContain("toolgate kill-switch off family:notes turns it back on");
     expect(JSON.parse((await toolgate("kill-switch", "list", "--json")).stdout)).toMatchObject([{ target: "family:notes", reason: "incident 7", by: "owner" }]);
     expect((await toolgate("kill-switch", "off", "family:notes")).code).toBe(0);
     expect((await count()).code).toBe(0);

@@ -32,7 +32,7 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
   const io = options.io ?? processIo;
   let exitCode: number = EXIT.ok;
   const program = new Command("toolgate")
-    .description("Governed tools for AI agents: docs, inventory, calls, approvals, audit, outbox.")
+    .description("Governed tools for AI agents: docs, inventory, calls, approvals, operators, kill switch, console, audit, outbox.")
     .option("-c, --config <file>", "composition file (default: toolgate.config.{ts,mjs,js,json} here)")
     .option("--debug", "print stack traces")
     .addHelpText("after", EXIT_HELP)

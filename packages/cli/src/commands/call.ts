@@ -58,7 +58,9 @@ function describeResult(runtime: Runtime, result: InvokeResult): string {
       ].join("\n");
     case "denied":
     case "error": {
-      const hint = hintFor(result.code, result.toolId);
+      // A kill switch names its target (the tool, or its whole family): that is what turns it back on.
+      const target = typeof result.details?.["target"] === "string" ? result.details["target"] : `tool:${result.toolId}`;
+      const hint = hintFor(result.code, result.code === "tool_disabled" ? target : result.toolId);
       return [
         `${result.status}: ${result.code} — ${result.message}`,
         `(effect: ${result.boundary.replace(/_/g, " ")}; journal #${result.receipt?.seq ?? "?"}; ${runtime.journal.kind})`,
