@@ -47,10 +47,12 @@ export async function serveHttp(gate: Gate, options: HttpServerOptions, port: nu
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // DNS rebinding: a page elsewhere that resolves its own name to 127.0.0.1 sends its own Host.
     if (!allowedHosts.includes(req.headers.host ?? "")) return jsonRpcError(res, 403, "forbidden host");
-    const pathname = new URL(req.url ?? "/", endpoint.origin).pathname;
-    if (serveDiscovery(pathname, req, res, endpoint)) return;
+    // The resource as this client reached it (127.0.0.1 or localhost): RFC 9728 metadata must name it.
+    const here: Endpoint = { origin: `http://${req.headers.host}`, path: endpoint.path };
+    const pathname = new URL(req.url ?? "/", here.origin).pathname;
+    if (serveDiscovery(pathname, req, res, here)) return;
     if (pathname !== path) return plain(res, 404, "not found");
-    const auth = await authenticateRequest(gate, req, endpoint);
+    const auth = await authenticateRequest(gate, req, here);
     if (!auth.ok) return writeRefusal(res, auth);
     const client = auth.client;
     const sessionId = req.headers["mcp-session-id"];
