@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { networkInterfaces } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
 import { HOST, pendingRequest, signedIn, type Person } from "./fixtures/browser.js";
-import { call, openDesk, type Desk } from "./fixtures/desk.js";
+import { call, openDesk, skipPostgres, type Desk } from "./fixtures/desk.js";
 import { startConsole } from "./server.js";
 
 const SECRET = "webhook-secret-for-the-console-tests-0123456789";
@@ -100,25 +100,32 @@ describe("the live queue", () => {
     expect(seen).toEqual([{ pending: 1 }, { pending: 0 }]);
   });
 
-  it("shares the queue with every worker on the SQLite journal: another worker's request appears live, and its retry runs after the console's approval", async () => {
-    const desk = await openDesk({ sqlite: true });
-    cleanups.push(() => desk.close());
-    const worker = await desk.worker();
-    cleanups.push(() => worker.close());
-    const alice = await signedIn(desk, "alice", "approver");
-    const stream = await openEvents(desk, alice);
-    const events = readEvents(stream, "approvals", 1);
-    await new Promise((r) => setTimeout(r, 150));
-    const input = memo("from the other worker");
-    const first = await worker.gate.invoke("desk.send_memo", input, call);
-    if (first.status !== "approval_required") throw new Error(first.status);
-    expect((await events).map((d) => JSON.parse(d) as unknown)).toEqual([{ pending: 1 }]);
-    expect(await (await alice.get("/approvals")).text()).toContain(`data-request-id="${first.requestId}"`);
-    expect((await alice.post(`/approvals/${first.requestId}/approve`, { csrf: await alice.csrf(), ttl: "10" })).status).toBe(303);
-    const retried = await worker.gate.invoke("desk.send_memo", input, call);
-    expect(retried.status).toBe("ok");
-    expect([worker.runs.memos.length, desk.runs.memos.length]).toEqual([1, 0]);
-  });
+  it.each([
+    ["sqlite", false],
+    ["postgres", skipPostgres],
+  ] as const)(
+    "shares the queue with every worker on the %s journal: another worker's request appears live, and its retry runs after the console's approval",
+    async (store, skip) => {
+      if (skip) return void expect(skip).toBe(true);
+      const desk = await openDesk({ store });
+      cleanups.push(() => desk.close());
+      const worker = await desk.worker();
+      cleanups.push(() => worker.close());
+      const alice = await signedIn(desk, "alice", "approver");
+      const stream = await openEvents(desk, alice);
+      const events = readEvents(stream, "approvals", 1);
+      await new Promise((r) => setTimeout(r, 150));
+      const input = memo("from the other worker");
+      const first = await worker.gate.invoke("desk.send_memo", input, call);
+      if (first.status !== "approval_required") throw new Error(first.status);
+      expect((await events).map((d) => JSON.parse(d) as unknown)).toEqual([{ pending: 1 }]);
+      expect(await (await alice.get("/approvals")).text()).toContain(`data-request-id="${first.requestId}"`);
+      expect((await alice.post(`/approvals/${first.requestId}/approve`, { csrf: await alice.csrf(), ttl: "10" })).status).toBe(303);
+      const retried = await worker.gate.invoke("desk.send_memo", input, call);
+      expect(retried.status).toBe("ok");
+      expect([worker.runs.memos.length, desk.runs.memos.length]).toEqual([1, 0]);
+    },
+  );
 
   it("ends the stream of an operator disabled (or signed out) meanwhile, sending nothing more", async () => {
     const desk = await openDesk();

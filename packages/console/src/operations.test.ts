@@ -3,7 +3,7 @@
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { pendingRequest, signedIn } from "./fixtures/browser.js";
-import { call, openDesk, type Desk } from "./fixtures/desk.js";
+import { call, openDesk, skipPostgres, type Desk } from "./fixtures/desk.js";
 
 const desks: Desk[] = [];
 afterEach(async () => {
@@ -108,8 +108,12 @@ describe("outbox", () => {
 });
 
 describe("kill switch", () => {
-  it("an admin disables a tool for every worker from the next call, then enables it again", async () => {
-    const d = await desk({ sqlite: true });
+  it.each([
+    ["sqlite", false],
+    ["postgres", skipPostgres],
+  ] as const)("an admin disables a tool for every worker on the %s journal from the next call, then enables it again", async (store, skip) => {
+    if (skip) return void expect(skip).toBe(true);
+    const d = await desk({ store });
     const worker = await d.worker();
     try {
       const admin = await signedIn(d, "ada", "admin");
