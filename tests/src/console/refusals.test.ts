@@ -3,10 +3,10 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, describe, expect, it } from "vitest";
-import { csrfOf, requestIdOf, screenshot, signIn, skipReason, withConsole } from "./fixtures/harness.js";
+import { afterAll, expect, it } from "vitest";
+import { csrfOf, describeInBrowser, requestIdOf, screenshot, signIn, withConsole } from "./fixtures/harness.js";
 
-describe.skipIf(skipReason !== undefined)(`console in Chromium: what it refuses${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
+describeInBrowser("console in Chromium: what it refuses", () => {
   let admin: BrowserContext;
   let page: Page;
   let foreign: Server | undefined;
@@ -31,7 +31,7 @@ describe.skipIf(skipReason !== undefined)(`console in Chromium: what it refuses$
   /** A fresh request waiting in the queue, shown on the approver's page. */
   async function pending(text: string): Promise<string> {
     const id = requestIdOf(await desk.project.call("desk.send_memo", { to: "board", text }));
-    await page.locator(`article[data-request-id="${id}"]`).waitFor({ timeout: 10_000 });
+    await page.locator(`article[data-request-id="${id}"]`).waitFor({ timeout: 15_000 });
     return id;
   }
 
@@ -41,7 +41,7 @@ describe.skipIf(skipReason !== undefined)(`console in Chromium: what it refuses$
     const seen = await signIn(viewer, (await desk.project.addOperator("vera", "viewer", desk.server.port)).link);
     expect(new URL(seen.url()).pathname).toBe("/approvals");
     const card = seen.locator(`article[data-request-id="${id}"]`);
-    await card.waitFor({ timeout: 10_000 });
+    await card.waitFor({ timeout: 15_000 });
     await expect(card.innerText()).resolves.toContain("viewer sees this");
     await expect(seen.getByRole("button", { name: "Approve" }).count()).resolves.toBe(0);
     await expect(seen.getByRole("button", { name: "Deny" }).count()).resolves.toBe(0);

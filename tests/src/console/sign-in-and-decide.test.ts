@@ -1,10 +1,10 @@
 // A person's path through the console: sign in with a one-time link, watch a call's request arrive
 // live, approve it (the retried call runs once) or deny it (the retried call does not run).
 import type { BrowserContext, Page } from "playwright-core";
-import { describe, expect, it } from "vitest";
-import { requestIdOf, screenshot, signIn, skipReason, withConsole } from "./fixtures/harness.js";
+import { expect, it } from "vitest";
+import { describeInBrowser, requestIdOf, screenshot, signIn, withConsole } from "./fixtures/harness.js";
 
-describe.skipIf(skipReason !== undefined)(`console in Chromium: sign in, live queue, approve, deny${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
+describeInBrowser("console in Chromium: sign in, live queue, approve, deny", () => {
   const desk = withConsole();
   let context: BrowserContext;
   let page: Page;
@@ -50,7 +50,7 @@ describe.skipIf(skipReason !== undefined)(`console in Chromium: sign in, live qu
     const waiting = await desk.project.call("desk.send_memo", { to: "ops-team", text: "deploy window moves to 18:00" });
     const id = requestIdOf(waiting);
     const card = page.locator(`article[data-request-id="${id}"]`);
-    await card.waitFor({ timeout: 10_000 });
+    await card.waitFor({ timeout: 15_000 });
     expect(navigations).toBe(0);
     await expect(card.innerText()).resolves.toContain("Send a memo to ops-team");
     await expect(card.innerText()).resolves.toContain("deploy window moves to 18:00");
@@ -93,7 +93,7 @@ describe.skipIf(skipReason !== undefined)(`console in Chromium: sign in, live qu
     const input = { to: "finance", text: "wire the money today" };
     const id = requestIdOf(await desk.project.call("desk.send_memo", input));
     const card = page.locator(`article[data-request-id="${id}"]`);
-    await card.waitFor({ timeout: 10_000 });
+    await card.waitFor({ timeout: 15_000 });
     await card.locator('[name="reason"]').fill("not without the invoice");
     await card.getByRole("button", { name: "Deny" }).click();
     await page.waitForLoadState();

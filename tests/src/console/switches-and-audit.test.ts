@@ -4,10 +4,10 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import type { Page } from "playwright-core";
-import { describe, expect, it } from "vitest";
-import { screenshot, signIn, skipReason, withConsole } from "./fixtures/harness.js";
+import { expect, it } from "vitest";
+import { describeInBrowser, screenshot, signIn, withConsole } from "./fixtures/harness.js";
 
-describe.skipIf(skipReason !== undefined)(`console in Chromium: kill switch and audit${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
+describeInBrowser("console in Chromium: kill switch and audit", () => {
   let page: Page;
   const desk = withConsole(async ({ project, server, browser }) => {
     page = await signIn(await browser.newContext(), (await project.addOperator("ada", "admin", server.port)).link);
