@@ -3,6 +3,8 @@
  * decided as the owner. In-process runs of the CLI against real temp projects (SQLite files);
  * authority/processes.test.ts runs the real binary across processes.
  */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { runIn, tempProject } from "./fixtures/temp-project.js";
 import { openRuntime } from "./runtime.js";
@@ -99,6 +101,7 @@ describe("toolgate operators", () => {
     expect(alice.stdout).toMatch(/works once, for 15 minutes, until \d{4}-\d\d-\d\dT/);
     expect(alice.stdout).toContain(`token ${alice.token}`);
     expect((await added("root", "--role", "admin", "--port", "9123")).port).toBe("9123");
+
     const list = await toolgate("operators", "list");
     expect(list.stdout.split("\n")[0]).toMatch(/^id\s+name\s+role\s+scope\s+status$/);
     expect(list.stdout).toMatch(/op_[0-9a-f]+\s+alice\s+approver\s+tools notes\.\*,notes\.count_words; risk ≤ medium; tenants acme,beta\s+active/);
@@ -110,6 +113,17 @@ describe("toolgate operators", () => {
     ]);
     // The token itself is kept nowhere: not in the journal's audit events.
     expect((await toolgate("audit", "tail", "--json")).stdout).not.toContain(alice.token);
+  });
+});
+
+describe("toolgate operators with console.port in the composition", () => {
+  it("links point at the configured console port", async () => {
+    // Before the first run: an imported composition file is cached by its URL.
+    const config = join(dir, "toolgate.config.mjs");
+    writeFileSync(config, readFileSync(config, "utf8").replace('state: ".toolgate",', 'state: ".toolgate", console: { port: 9555 },'));
+    const alice = await added("alice", "--role", "viewer");
+    expect(alice.port).toBe("9555");
+    expect(alice.stdout).toContain("toolgate console --port 9555");
   });
 });
 
