@@ -213,6 +213,12 @@ describe("toolgate approvals, decided as the owner", () => {
     expect(bare.code).toBe(2);
     expect(bare.stderr).toContain(`hint: e.g. toolgate approvals deny ${id} --reason`);
     expect((await toolgate("approvals", "list", "--status", "pending,typo")).code).toBe(2);
+    for (const ttl of ["0", "48h", "soon"]) {
+      const r = await toolgate("approvals", "approve", id, "--ttl", ttl);
+      expect(r.code, ttl).toBe(2);
+      expect(r.stderr, ttl).toMatch(/^hint: /m);
+    }
+    expect((await toolgate("approvals", "show", id, "--json")).stdout).toContain('"status": "pending"');
   });
 
   it("approve records owner; the retried call runs once, found by its binding; deny records owner and the reason", async () => {

@@ -95,9 +95,13 @@ function decisionRefused(error: unknown, id: string): unknown {
   return error;
 }
 
+const MAX_TTL_MS = 24 * 60 * 60_000;
+
 export async function approvalsApprove(runtime: Runtime, id: string, options: { ttl: string; approver?: string }, io: Io): Promise<number> {
   refuseTypedApprover(options);
   const ttlMs = parseDuration(options.ttl);
+  if (ttlMs < 1000 || ttlMs > MAX_TTL_MS)
+    throw new CliFailure(`--ttl ${options.ttl} is out of range: a grant lasts from 1s to 24h`, EXIT.usage, `e.g. toolgate approvals approve ${id} --ttl 10m`);
   await existing(runtime, id);
   const desk = runtime.gate.approvals;
   const decided = await desk.grant(id, { by: runtime.gate.authority.owner(), ttlMs }).catch((error: unknown) => {
