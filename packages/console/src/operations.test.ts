@@ -107,6 +107,27 @@ describe("outbox", () => {
   });
 });
 
+describe("outbox: in flight", () => {
+  it("a pending entry that may still be running is shown without resolve buttons and its resolution is refused", async () => {
+    const d = await desk();
+    const admin = await signedIn(d, "ada", "admin");
+    const running = d.gate.invoke("desk.file_report", { times: 1 }, call);
+    await new Promise((r) => setTimeout(r, 100));
+    const [entry] = await d.journal.listOutbox({ states: ["pending"] });
+    expect(entry?.toolId).toBe("desk.file_report");
+    const page = await (await admin.get("/outbox")).text();
+    expect(page).toContain("in flight");
+    expect(page).not.toContain(`action="/outbox/${entry!.key}/resolve"`);
+    const refused = await admin.post(`/outbox/${entry!.key}/resolve`, { csrf: await admin.csrf(), outcome: "not_applied" });
+    expect(refused.status).toBe(409);
+    // Untouched for longer than the window (a crashed worker's entry), it is offered.
+    d.advance(6 * 60_000);
+    expect(await (await admin.get("/outbox")).text()).toContain(`action="/outbox/${entry!.key}/resolve"`);
+    expect((await running).status).toBe("ok");
+    expect((await d.journal.getIntent(entry!.key))?.state).toBe("completed");
+  });
+});
+
 describe("kill switch", () => {
   it.each([
     ["sqlite", false],

@@ -1,4 +1,5 @@
 import type { Hono } from "hono";
+import type { OutboxEntry } from "@toolgate/core";
 import { resolveOutboxEntry } from "@toolgate/core/operator";
 import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
 import { csrfForm, h, layout, table } from "./html.js";
@@ -6,8 +7,11 @@ import { visible } from "./preview.js";
 
 const OUTBOX_KEY = /^[A-Za-z0-9:._@\/+=-]{1,300}$/;
 const TARGET = /^(?:tool|family):[A-Za-z0-9_.-]{1,120}$/;
+/** A pending entry younger than this may still be running on some worker: not offered for resolution (as `toolgate outbox recover --older-than 5m`). */
+export const IN_FLIGHT_MS = 5 * 60_000;
 
-export function opsRoutes(app: Hono<ConsoleEnv>, { gate, authority, inventory }: ConsoleContext) {
+export function opsRoutes(app: Hono<ConsoleEnv>, { gate, authority, inventory, clock }: ConsoleContext) {
+  const inFlight = (e: Pick<OutboxEntry, "state" | "updatedAt">) => e.state === "pending" && Date.parse(e.updatedAt) > clock() - IN_FLIGHT_MS;
   app.get("/inventory", (c) => {
     const inv = inventory();
     const rows = inv.tools.map((t) => [
@@ -45,13 +49,15 @@ ${table(["tool", "kind", "action / effect", "risk", "approval", "tokens", "scope
       visible(`${e.principal} @ ${e.tenant}`),
       String(e.attempts),
       e.updatedAt,
-      canResolve && (e.state === "unknown" || e.state === "pending")
-        ? h`<div class="decide" data-outbox-key="${e.key}">${csrfForm(
-            `/outbox/${encodeURIComponent(e.key)}/resolve`,
-            ctx.csrf!,
-            h`<input type="hidden" name="outcome" value="applied"><button type="submit">Applied</button>`,
-          )}${csrfForm(`/outbox/${encodeURIComponent(e.key)}/resolve`, ctx.csrf!, h`<input type="hidden" name="outcome" value="not_applied"><button type="submit">Not applied</button>`)}</div>`
-        : "",
+      inFlight(e)
+        ? h`<span class="in-flight">in flight; resolvable once untouched for ${IN_FLIGHT_MS / 60_000} minutes</span>`
+        : canResolve
+          ? h`<div class="decide" data-outbox-key="${e.key}">${csrfForm(
+              `/outbox/${encodeURIComponent(e.key)}/resolve`,
+              ctx.csrf!,
+              h`<input type="hidden" name="outcome" value="applied"><button type="submit">Applied</button>`,
+            )}${csrfForm(`/outbox/${encodeURIComponent(e.key)}/resolve`, ctx.csrf!, h`<input type="hidden" name="outcome" value="not_applied"><button type="submit">Not applied</button>`)}</div>`
+          : "",
     ]);
     return c.html(
       layout(
@@ -72,6 +78,16 @@ ${entries.length === 0 ? h`<p class="empty">No unknown or pending entries.</p>` 
     if (!OUTBOX_KEY.test(key) || (outcome !== "applied" && outcome !== "not_applied"))
       return c.html(layout("Not done", pageContext(c, authority), h`<p>Say applied or not_applied for an existing entry.</p>`), 400);
     try {
+      const entry = await gate.journal.getIntent(key);
+      if (entry && inFlight(entry))
+        return c.html(
+          layout(
+            "Not done",
+            pageContext(c, authority),
+            h`<p>This entry may still be running on a worker; resolve it once it has been untouched for ${IN_FLIGHT_MS / 60_000} minutes.</p>`,
+          ),
+          409,
+        );
       await resolveOutboxEntry(gate, key, outcome, { operator: approver.id, note: `resolved in the console by ${approver.id}` });
       return c.redirect("/outbox", 303);
     } catch (error) {
