@@ -184,7 +184,7 @@ const assistant = defineProfile({
 const reader = defineProfile({ name: "reader", allow: ["repo:read", "gmail:read"], maxRisk: "low" });
 const as = (profile, extra = {}) => ({ principal: "assistant-agent", tenant: "demo", profile, ...extra });
 
-/** Ask; if a human must approve, show the preview, approve as "you", and call again with the grant. */
+/** Ask; if a human must approve, show the preview, approve as the project's owner (you, at this machine), and retry the same call. */
 async function withApproval(toolId, input, call) {
   const first = await gate.invoke(toolId, input, call);
   decided(first, first.status === "approval_required" ? "a human must see this first" : undefined);
@@ -195,9 +195,10 @@ async function withApproval(toolId, input, call) {
       "   preview | ",
     ),
   );
-  const grant = await gate.approvals.grant(first.requestId, { approver: "you" });
-  console.log(`   you approved ${dim(first.requestId)}`);
-  const result = await gate.invoke(toolId, input, { ...call, approval: grant, idempotencyKey: first.idempotencyKey });
+  const decision = await gate.approvals.grant(first.requestId, { by: gate.authority.owner() });
+  if (decision.status !== "granted") throw new Error(`request ${first.requestId} needs a second approver`);
+  console.log(`   you (the owner) approved ${dim(first.requestId)}; the same call, retried, picks the grant up`);
+  const result = await gate.invoke(toolId, input, { ...call, idempotencyKey: first.idempotencyKey });
   decided(result);
   return { first, result };
 }
