@@ -50,6 +50,8 @@ export interface ConsoleBinding {
 }
 
 const MAX_FORM_BYTES = 64 * 1024;
+/** A one-time sign-in token's shape; anything else is never put in a page or asked about. */
+const LOGIN_TOKEN = /^tgl_[A-Za-z0-9_-]{20,100}$/;
 
 /** The page context of a signed-in request (who, the CSRF token, what the role may do). */
 export function pageContext(c: Context<ConsoleEnv>, authority: ConsoleAuthority): PageContext {
@@ -186,7 +188,7 @@ function loginRoutes(app: Hono<ConsoleEnv>, { authority, csrf }: ConsoleContext)
     const kept = getCookie(c, LOGIN_COOKIE);
     const pre = kept !== undefined && /^[A-Za-z0-9_-]{43}$/.test(kept) ? kept : randomBytes(32).toString("base64url");
     setCookie(c, LOGIN_COOKIE, pre, { ...COOKIE_OPTIONS, maxAge: 15 * 60 });
-    if (!token)
+    if (!token || !LOGIN_TOKEN.test(token))
       return c.html(
         layout("Sign in", {}, h`<p>Open the one-time sign-in link an admin gave you (<code>toolgate operators login NAME</code> prints a new one).</p>`),
       );
@@ -205,7 +207,7 @@ function loginRoutes(app: Hono<ConsoleEnv>, { authority, csrf }: ConsoleContext)
     if (!pre || !csrf.matches(form.csrf, csrf.forLogin(pre)))
       return forbidden(c, undefined, "This sign-in form did not come from this console; open your link again.");
     const token = typeof form.token === "string" ? form.token : "";
-    const signed = /^tgl_[A-Za-z0-9_-]{20,100}$/.test(token) ? await authority.login(token).catch(() => undefined) : undefined;
+    const signed = LOGIN_TOKEN.test(token) ? await authority.login(token).catch(() => undefined) : undefined;
     deleteCookie(c, LOGIN_COOKIE, { path: "/" });
     if (!signed)
       return c.html(

@@ -1,7 +1,7 @@
 // Whatever a tool puts in its preview (or a caller in its principal, tenant or input) reaches the
 // page as text: no markup, no script, no link, no attribute break-out, no hidden characters.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { pendingRequest, signedIn, type Person } from "./fixtures/browser.js";
+import { pendingRequest, person, signedIn, type Person } from "./fixtures/browser.js";
 import { call, openDesk, type Desk } from "./fixtures/desk.js";
 import { CSP } from "./security.js";
 
@@ -89,6 +89,18 @@ describe("a hostile preview", () => {
     const shown = String(renderValue({ isEscaped: true, toString: "<script>alert(9)</script>", callbacks: [1] }));
     expect(shown).not.toContain("<script>");
     expect(shown).toContain("&lt;script&gt;alert(9)&lt;/script&gt;");
+  });
+});
+
+describe("the sign-in page", () => {
+  it("puts only a token of the right shape in its form; anything else gets the plain page", async () => {
+    const visitor = person(desk);
+    for (const token of [`"><script>alert(1)</script>`, "tgl_short", `tgl_${"a".repeat(43)}" autofocus onfocus="alert(1)`]) {
+      const page = await (await visitor.get(`/login?token=${encodeURIComponent(token)}`)).text();
+      assertInert(page);
+      expect(page).not.toContain('name="token"');
+      expect(page).not.toContain("alert(1)");
+    }
   });
 });
 

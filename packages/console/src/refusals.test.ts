@@ -203,7 +203,7 @@ describe("sessions", () => {
     // Without the form's token (a cross-site login), nothing is spent.
     expect((await tries.post("/login", { token: loginToken })).status).toBe(403);
     expect((await tries.post("/login", { token: loginToken, csrf: "x" })).status).toBe(403);
-    const wrong = await tries.post("/login", { csrf: await formToken("tgl_wrong"), token: `tgl_${"B".repeat(43)}` });
+    const wrong = await tries.post("/login", { csrf: await formToken(`tgl_${"B".repeat(43)}`), token: `tgl_${"B".repeat(43)}` });
     expect(wrong.status).toBe(401);
     expect(await wrong.text()).toContain("not valid");
     expect((await tries.post("/login", { csrf: await formToken(loginToken), token: loginToken })).status).toBe(303);
