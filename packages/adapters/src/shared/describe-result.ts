@@ -33,6 +33,10 @@ export function refusalFacts(result: DeniedResult | ErrorResult): Record<string,
   };
 }
 
+/**
+ * The structured facts of a pending approval, for `_meta`. A held output's preview quotes the held
+ * text (its excerpts are for the human who releases it): only its summary goes out, like the model's text.
+ */
 export function approvalFacts(result: ApprovalRequiredResult): Record<string, unknown> {
   return {
     status: result.status,
@@ -40,7 +44,7 @@ export function approvalFacts(result: ApprovalRequiredResult): Record<string, un
     invocationId: result.invocationId,
     reason: result.reason,
     requestId: result.requestId,
-    preview: result.preview,
+    preview: result.reason === "output" ? { summary: result.preview.summary } : result.preview,
     previewHash: result.previewHash,
     expiresAt: result.expiresAt,
   };
