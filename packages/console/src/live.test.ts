@@ -198,8 +198,14 @@ describe("the webhook", () => {
   });
 
   it("refuses a webhook without a usable secret or URL at start-up", async () => {
-    await expect(openDesk({ console: { webhook: { url: "http://127.0.0.1:1/x", secret: "short" } } })).rejects.toThrow(/secret/);
-    await expect(openDesk({ console: { webhook: { url: "file:///etc/passwd", secret: SECRET } } })).rejects.toThrow(/URL/);
+    await expect(openDesk({ console: { webhook: { url: "http://127.0.0.1:1/x", secret: "short" } } })).rejects.toMatchObject({
+      code: "config_invalid",
+      message: expect.stringMatching(/secret/),
+    });
+    await expect(openDesk({ console: { webhook: { url: "file:///etc/passwd", secret: SECRET } } })).rejects.toMatchObject({
+      code: "config_invalid",
+      message: expect.stringMatching(/URL/),
+    });
   });
 });
 

@@ -21,7 +21,8 @@ export interface QueueWatcher {
 
 export function watchQueue(desk: Pick<ApprovalDesk, "list">, pollMs: number, onError: (error: unknown) => void): QueueWatcher {
   const listeners = new Set<(change: QueueChange) => void>();
-  const seen = new Set<string>();
+  // The pending ids of the last read: a request leaves "pending" for good, so this never grows past the queue.
+  let seen = new Set<string>();
   let signature = "";
   let timer: NodeJS.Timeout | undefined;
   let running = false;
@@ -37,7 +38,7 @@ export function watchQueue(desk: Pick<ApprovalDesk, "list">, pollMs: number, onE
         .sort()
         .join(",");
       const added = pending.filter((r) => !seen.has(r.id));
-      for (const r of added) seen.add(r.id);
+      seen = new Set(pending.map((r) => r.id));
       if (next !== signature || added.length > 0) {
         signature = next;
         const change = { pending: pending.map((r) => r.id), added };

@@ -1,5 +1,5 @@
 import { createHmac, randomUUID } from "node:crypto";
-import type { ApprovalRequest } from "@toolgate/core";
+import { ToolError, type ApprovalRequest } from "@toolgate/core";
 import type { WebhookOptions } from "./types.js";
 
 /** The body of an `approval.requested` notification: ids and the one-line summary, never the preview's details or body. */
@@ -26,8 +26,10 @@ export interface WebhookSender {
 }
 
 export function createWebhookSender(options: WebhookOptions, consoleUrl: (requestId: string) => string, clock: () => number): WebhookSender {
-  if (!URL.canParse(options.url) || !/^https?:$/.test(new URL(options.url).protocol)) throw new TypeError("the webhook URL must be http(s)");
-  if (typeof options.secret !== "string" || options.secret.length < 16) throw new TypeError("the webhook secret must be at least 16 characters");
+  if (typeof options.url !== "string" || !URL.canParse(options.url) || !/^https?:$/.test(new URL(options.url).protocol))
+    throw new ToolError("config_invalid", "the webhook URL must be http(s)");
+  if (typeof options.secret !== "string" || options.secret.length < 16)
+    throw new ToolError("config_invalid", "the webhook secret must be at least 16 characters");
   const attempts = Math.max(1, options.attempts ?? 5);
   const backoffMs = options.backoffMs ?? 500;
   const timeoutMs = options.timeoutMs ?? 5000;
