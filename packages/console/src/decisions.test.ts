@@ -61,6 +61,20 @@ describe("approve", () => {
   });
 });
 
+describe("scope", () => {
+  it("a scoped approver is shown decision buttons only for requests inside its scope", async () => {
+    const memoId = await pendingRequest(desk, memo);
+    const noteId = await pendingRequest(desk, { path: "notes/a.md", before: "a", after: "b" }, "desk.write_note");
+    const sam = await signedIn(desk, "sam", "approver", { tools: ["desk.write_note"] });
+    const page = await (await sam.get("/approvals")).text();
+    expect(page).toContain(`action="/approvals/${noteId}/approve"`);
+    expect(page).not.toContain(`action="/approvals/${memoId}/approve"`);
+    expect(page).toContain("Outside your scope: desk.send_memo is not among your tools.");
+    const tenants = await signedIn(desk, "tia", "approver", { tenants: ["tenant-b"] });
+    expect(await (await tenants.get("/approvals")).text()).not.toContain(`action="/approvals/`);
+  });
+});
+
 describe("deny", () => {
   it("records the reason and the operator; the retry is refused and nothing runs", async () => {
     const id = await pendingRequest(desk, memo);
@@ -90,6 +104,9 @@ describe("two-person rule", () => {
     const page = await (await alice.get("/approvals")).text();
     expect(page).toContain("Approvals: 1 of 2");
     expect(page).toContain(`data-approvals="1/2"`);
+    expect(page).toContain("You approved this; it needs a second, different approver.");
+    expect(page).not.toContain(`action="/approvals/${first.requestId}/approve"`);
+    expect(await (await bob.get("/approvals")).text()).toContain(`action="/approvals/${first.requestId}/approve"`);
     // The same operator again is not a second approver.
     expect((await alice.post(`/approvals/${first.requestId}/approve`, { csrf: await alice.csrf(), ttl: "10" })).status).toBe(409);
     expect((await bob.post(`/approvals/${first.requestId}/approve`, { csrf: await bob.csrf(), ttl: "10" })).headers.get("location")).toContain("done=granted");

@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
-import type { ApprovalRequest } from "@toolgate/core";
+import type { ApprovalRequest, Approver } from "@toolgate/core";
+import type { OperatorScope } from "@toolgate/core/operator";
 import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
 import { csrfForm, h, layout, type Markup } from "./html.js";
 import { approvalsOf, renderPreview, visible } from "./preview.js";
@@ -14,7 +15,30 @@ const NOTICES: Readonly<Record<string, string>> = {
 export const DEFAULT_TTL_MINUTES = 10;
 const MAX_TTL_MINUTES = 24 * 60;
 
-function requestCard(r: ApprovalRequest, ctx: { csrf: string; canDecide: boolean }): Markup {
+const RISK_RANK: Readonly<Record<string, number>> = { low: 0, medium: 1, high: 2, critical: 3 };
+
+/**
+ * Why this approver cannot decide this request, shown instead of the buttons; undefined when it can.
+ * Only a hint for the page: the desk and the authority check everything again at decision time.
+ */
+export function blockedBy(
+  r: ApprovalRequest,
+  approver: Approver,
+  scope: OperatorScope | undefined,
+  risk: string | undefined,
+  canDecide: boolean,
+): string | undefined {
+  if (!canDecide) return "Your role can see this request but not decide it.";
+  if (approvalsOf(r).have.some((a) => a.by === approver.id)) return "You approved this; it needs a second, different approver.";
+  const family = `${r.toolId.slice(0, r.toolId.indexOf("."))}.*`;
+  if (scope?.tools && !scope.tools.includes(r.toolId) && !scope.tools.includes(family)) return `Outside your scope: ${r.toolId} is not among your tools.`;
+  if (scope?.tenants && !scope.tenants.includes(r.tenant)) return `Outside your scope: tenant ${r.tenant} is not among yours.`;
+  if (scope?.maxRisk && (risk === undefined || (RISK_RANK[risk] ?? 4) > (RISK_RANK[scope.maxRisk] ?? -1)))
+    return `Outside your scope: ${r.toolId} is ${risk ?? "of unknown"} risk, above your ${scope.maxRisk}.`;
+  return undefined;
+}
+
+function requestCard(r: ApprovalRequest, ctx: { csrf: string; blocked: string | undefined }): Markup {
   const { have, need } = approvalsOf(r);
   const { callRef } = r;
   return h`<article class="request" id="${r.id}" data-request-id="${r.id}" data-tool-id="${r.toolId}" data-approvals="${have.length}/${need}">
@@ -25,7 +49,7 @@ function requestCard(r: ApprovalRequest, ctx: { csrf: string; canDecide: boolean
 ${need > 1 ? h`<p class="approvals">Approvals: ${have.length} of ${need}${have.length > 0 ? h` (${have.map((a) => `${a.by} via ${a.via}`).join(", ")})` : ""}</p>` : ""}</header>
 ${renderPreview(r)}
 ${
-  ctx.canDecide
+  ctx.blocked === undefined
     ? h`<div class="decide">${csrfForm(
         `/approvals/${r.id}/approve`,
         ctx.csrf,
@@ -37,7 +61,7 @@ ${
         h`<label>Reason <input type="text" name="reason" maxlength="500" placeholder="why"></label><button type="submit" class="deny">Deny</button>`,
         "deny",
       )}</div>`
-    : h`<p class="readonly">Your role can see this request but not decide it.</p>`
+    : h`<p class="readonly">${visible(ctx.blocked)}</p>`
 }
 </article>`;
 }
@@ -60,13 +84,16 @@ export function approvalRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
     const done = c.req.query("done");
     const id = c.req.query("id");
     const notice = done && NOTICES[done] && id && REQUEST_ID.test(id) ? h`<p class="notice" role="status">${NOTICES[done]!} (<code>${id}</code>)</p>` : "";
-    const canDecide = authority.can(ctx.approver!, "decide");
+    const approver = ctx.approver!;
+    const canDecide = authority.can(approver, "decide");
+    const scope = approver.id === "owner" ? undefined : (await authority.operators.get(approver.id))?.scope;
+    const risks = new Map(context.inventory().tools.map((t) => [t.id, t.risk]));
     return c.html(
       layout(
         "Approvals",
         ctx,
         h`${notice}<p><span id="pending-count">${live.length}</span> pending · <span id="live" aria-live="polite">connecting</span></p>
-<div id="queue"><p class="empty"${live.length > 0 ? " hidden" : ""}>Nothing waits for a human.</p>${live.map((r) => requestCard(r, { csrf: ctx.csrf!, canDecide }))}</div>`,
+<div id="queue"><p class="empty"${live.length > 0 ? " hidden" : ""}>Nothing waits for a human.</p>${live.map((r) => requestCard(r, { csrf: ctx.csrf!, blocked: blockedBy(r, approver, scope, risks.get(r.toolId), canDecide) }))}</div>`,
         "/approvals",
       ),
     );
