@@ -49,6 +49,9 @@ export async function inBandApprover(gate: Gate, client: McpClient | undefined):
 /** Ask the human behind an operator-enabled client to approve `result`, and record the answer as that client's decision. */
 export async function askThroughElicitation(context: ElicitContext, result: ApprovalRequiredResult): Promise<ElicitOutcome> {
   if (context.enabled === false || !supportsFormElicitation(context.server) || context.signal.aborted) return { kind: "pending" };
+  // A held output's text is not shown in band (it reads like instructions): a human who cannot see it
+  // is not asked to release it. It waits for an operator, whose console shows the excerpts.
+  if (result.reason === "output") return { kind: "pending" };
   const approver = await inBandApprover(context.gate, context.client);
   if (!approver) return { kind: "pending" };
   let answer;
