@@ -129,17 +129,3 @@ export async function recordRequest(
     return refuse(env, c, "error", new ToolError("journal_failed", "the approval request could not be recorded", { cause }));
   }
 }
-
-/** Persist a request for a human (the same call asked twice joins one request) and say so. */
-export async function requestApproval(
-  env: GateEnv,
-  c: Frozen & { readonly visibleKey: string },
-  kind: "call" | "output",
-  preview: ApprovalPreview,
-  previewHash: string,
-  findings?: readonly InjectionFinding[],
-): Promise<ApprovalRequiredResult | Refusal> {
-  const recorded = await recordRequest(env, c, kind, preview, previewHash);
-  if ("status" in recorded) return recorded;
-  return approvalRequired(c, kind, recorded.request, recorded.receipt, findings);
-}

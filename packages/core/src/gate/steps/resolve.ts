@@ -11,6 +11,8 @@ import type { Step } from "../pipeline.js";
 import { redactedPrefix } from "../foreign-text.js";
 
 const MAX_KEY_LENGTH = 256;
+/** The longest call reference the journal stores (the framework adapters pass the same bound). */
+const MAX_CALL_REF_LENGTH = 256;
 
 export const resolve: Step<CallStart, Resolved> = {
   name: "resolve",
@@ -54,8 +56,8 @@ function checkCallOptions(call: CallOptions): ToolError | undefined {
   ) {
     problems.push(`idempotencyKey (1–${MAX_KEY_LENGTH} characters)`);
   }
-  if (call.callRef !== undefined && (typeof call.callRef !== "string" || call.callRef.length === 0 || call.callRef.length > MAX_KEY_LENGTH)) {
-    problems.push(`callRef (1–${MAX_KEY_LENGTH} characters)`);
+  if (call.callRef !== undefined && (typeof call.callRef !== "string" || call.callRef.length === 0 || call.callRef.length > MAX_CALL_REF_LENGTH)) {
+    problems.push(`callRef (1–${MAX_CALL_REF_LENGTH} characters)`);
   }
   const grant: unknown = call.approval;
   if (
