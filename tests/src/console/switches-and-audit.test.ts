@@ -69,6 +69,19 @@ describeInBrowser("console in Chromium: kill switch and audit", () => {
     await screenshot(page, "inventory");
   });
 
+  it("the operators page lists each operator's id, role and status, and never a token or session", async () => {
+    await desk.project.addOperator("vic", "viewer", desk.server.port);
+    await page.goto(`${desk.server.url}/operators`);
+    const rows = await page.locator("main").innerText();
+    expect(rows).toMatch(/ada[\s\S]*admin/);
+    expect(rows).toMatch(/vic[\s\S]*viewer/);
+    const html = await page.content();
+    const session = (await page.context().cookies()).find((c) => c.name === "tg_session")!.value;
+    expect(html).not.toContain(session);
+    expect(html).not.toMatch(/tg[lsc]_[A-Za-z0-9_-]{20,}/);
+    await screenshot(page, "operators");
+  });
+
   it("the audit page verifies the chain and shows the result; export downloads the journal as JSON lines", async () => {
     await page.goto(`${desk.server.url}/audit`);
     await Promise.all([page.waitForNavigation(), verifyButton().click()]);
@@ -81,6 +94,7 @@ describeInBrowser("console in Chromium: kill switch and audit", () => {
     expect(shown).toContain(`Verified. The audit chain holds ${events.length} events`);
     const fromCli = await desk.project.audit();
     expect(events.map((e) => e.type)).toEqual(fromCli.slice(0, events.length).map((e) => e.type));
+    expect(lines.join("\n")).not.toMatch(/tg[lsc]_[A-Za-z0-9_-]{20,}/); // sign-in links and sessions appear only as hashes
     // The refusals and the switches themselves are in it (who set them, and why).
     expect(lines.some((line) => line.includes("tool_disabled"))).toBe(true);
     expect(lines.some((line) => line.includes("family:desk") && line.includes("maintenance"))).toBe(true);
