@@ -38,6 +38,8 @@ describeInBrowser("console in Chromium: sign in, live queue, approve, deny", () 
     expect(new URL(second.url()).pathname).not.toBe("/approvals");
     expect(direct?.status()).toBeLessThan(500);
     await again.close();
+    // Neither the link's token nor a session reaches the console's own output.
+    expect(desk.server.output()).not.toMatch(/tg[ls]_[A-Za-z0-9_-]{20,}/);
   });
 
   it("a gate call in another process appears in the open Approvals page without a reload, with its concrete preview", async () => {
