@@ -29,7 +29,6 @@ export function blockedBy(
   canDecide: boolean,
 ): string | undefined {
   if (!canDecide) return "Your role can see this request but not decide it.";
-  if (approvalsOf(r).have.some((a) => a.by === approver.id)) return "You approved this; it needs a second, different approver.";
   const family = `${r.toolId.slice(0, r.toolId.indexOf("."))}.*`;
   if (scope?.tools && !scope.tools.includes(r.toolId) && !scope.tools.includes(family)) return `Outside your scope: ${r.toolId} is not among your tools.`;
   if (scope?.tenants && !scope.tenants.includes(r.tenant)) return `Outside your scope: tenant ${r.tenant} is not among yours.`;
@@ -38,8 +37,10 @@ export function blockedBy(
   return undefined;
 }
 
-function requestCard(r: ApprovalRequest, ctx: { csrf: string; blocked: string | undefined }): Markup {
+function requestCard(r: ApprovalRequest, ctx: { csrf: string; blocked: string | undefined; approver: Approver }): Markup {
   const { have, need } = approvalsOf(r);
+  // The first approver may still deny; approving again is refused by the desk (approval_invalid).
+  const mine = have.some((a) => a.by === ctx.approver.id);
   const { callRef } = r;
   return h`<article class="request" id="${r.id}" data-request-id="${r.id}" data-tool-id="${r.toolId}" data-approvals="${have.length}/${need}">
 <header><h2>${visible(r.toolId)}${r.kind === "output" ? " — release a held result" : ""}</h2>
@@ -50,7 +51,7 @@ ${need > 1 ? h`<p class="approvals">Approvals: ${have.length} of ${need}${have.l
 ${renderPreview(r)}
 ${
   ctx.blocked === undefined
-    ? h`<div class="decide">${csrfForm(
+    ? h`${mine ? h`<p class="notice">You approved this; it needs a second, different approver.</p>` : ""}<div class="decide">${csrfForm(
         `/approvals/${r.id}/approve`,
         ctx.csrf,
         h`<label>Grant valid for <input type="number" name="ttl" min="1" max="${MAX_TTL_MINUTES}" value="${DEFAULT_TTL_MINUTES}" required> minutes</label><button type="submit" class="approve">Approve</button>`,
@@ -93,7 +94,7 @@ export function approvalRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
         "Approvals",
         ctx,
         h`${notice}<p><span id="pending-count">${live.length}</span> pending · <span id="live" aria-live="polite">connecting</span></p>
-<div id="queue"><p class="empty"${live.length > 0 ? " hidden" : ""}>Nothing waits for a human.</p>${live.map((r) => requestCard(r, { csrf: ctx.csrf!, blocked: blockedBy(r, approver, scope, risks.get(r.toolId), canDecide) }))}</div>`,
+<div id="queue"><p class="empty"${live.length > 0 ? " hidden" : ""}>Nothing waits for a human.</p>${live.map((r) => requestCard(r, { csrf: ctx.csrf!, approver, blocked: blockedBy(r, approver, scope, risks.get(r.toolId), canDecide) }))}</div>`,
         "/approvals",
       ),
     );
