@@ -38,7 +38,13 @@ describeInBrowser("console in Chromium: people and their sessions", () => {
     expect((await desk.project.request(id)).status).toBe("pending");
     expect(desk.project.runs()).toEqual([]);
 
+    // Ada watches the queue while Bo decides: the request leaves her page live, without a reload.
+    await ada.goto(`${desk.server.url}/approvals`);
+    let reloads = 0;
+    ada.on("framenavigated", (frame) => void (frame === ada.mainFrame() && (reloads += 1)));
     expect(await approve(bo, id)).toContain("Approved.");
+    await ada.locator(`article[data-request-id="${id}"]`).waitFor({ state: "detached", timeout: 15_000 });
+    expect(reloads).toBe(0);
     const decided = await desk.project.request(id);
     expect(decided.status).toBe("granted");
     const by = (decided["approvals"] as { by: string }[]).map((a) => a.by);
