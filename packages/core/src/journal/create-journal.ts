@@ -16,6 +16,7 @@ import {
   startedEntry,
 } from "./events.js";
 import { checkGrant } from "./grant-check.js";
+import { recordIndex } from "./record-index.js";
 import { isSideEffectful } from "../manifest.js";
 import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
 import { openEntry, openRecord, openRequest, sealEntry, sealRecord, sealRequest, subjectOf, tampered } from "./sealed-rows.js";
@@ -60,6 +61,7 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   const { auditKey } = options;
   const retainReadOutputs = options.retainReadOutputs === true;
   let closed = false;
+  const records = recordIndex(driver, auditKey);
 
   const failure = (cause: unknown): ToolError =>
     ToolError.is(cause) ? cause : new ToolError("journal_failed", `${kind} journal: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
@@ -232,13 +234,24 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
       read(async () => {
         const bad = badRecordRef(kind, id);
         if (bad) throw bad;
-        return openRecord(auditKey, kind, await driver.getRecord(kind, id))?.value;
+        await records.catchUp();
+        const row = await driver.getRecord(kind, id);
+        records.check(kind, id, row);
+        return openRecord(auditKey, kind, row)?.value;
       }),
     listRecords: (kind) =>
       read(async () => {
         const bad = badRecordRef(kind, "-");
         if (bad) throw bad;
-        return (await driver.listRecords(kind)).map((row) => {
+        await records.catchUp();
+        const rows = await driver.listRecords(kind);
+        const listed = new Set(rows.map((row) => row.id));
+        // A record the verified chain names whose row is gone, its subject column cleared too.
+        const gone = records.ids(kind).filter((id) => !listed.has(id));
+        if (gone.length > 0)
+          throw tampered(`record:${kind}`, gone[0]!, "missing", "is missing, though the audit chain recorded it (deleted outside the journal)");
+        return rows.map((row) => {
+          records.check(kind, row.id, row);
           const { id, value } = openRecord(auditKey, kind, row)!;
           return { id, value };
         });
@@ -246,14 +259,18 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     updateRecord: (kind, id, fn) => {
       const bad = badRecordRef(kind, id);
       if (bad) return Promise.reject(bad);
-      return write({ records: [{ kind, id }] }, (tx) => {
-        const current = openRecord(auditKey, kind, tx.getRecord(kind, id));
-        const { value, event, result } = fn(current?.value);
-        if (JSON.stringify(value) === undefined) throw new ToolError("journal_failed", `the new value of ${kind} record ${id} is not JSON`);
-        const head = tx.head();
-        tx.putRecord(sealRecord(auditKey, kind, id, value, { seq: head.seq + 1, prevMac: head.mac }));
-        return { result, receipt: append(tx, { ...event, subject: subjectOf(kind, id) }) };
-      });
+      return read(() => records.catchUp()).then(() =>
+        write({ records: [{ kind, id }] }, (tx) => {
+          const row = tx.getRecord(kind, id);
+          records.check(kind, id, row);
+          const current = openRecord(auditKey, kind, row);
+          const { value, event, result } = fn(current?.value);
+          if (JSON.stringify(value) === undefined) throw new ToolError("journal_failed", `the new value of ${kind} record ${id} is not JSON`);
+          const head = tx.head();
+          tx.putRecord(sealRecord(auditKey, kind, id, value, { seq: head.seq + 1, prevMac: head.mac }));
+          return { result, receipt: append(tx, { ...event, subject: subjectOf(kind, id) }) };
+        }),
+      );
     },
 
     async close() {
@@ -287,8 +304,8 @@ function badRecordRef(kind: string, id: string): ToolError | undefined {
 function refuseRequest(input: ApprovalRequestInput): void {
   if (input.approvalsNeeded !== undefined && input.approvalsNeeded !== 1 && input.approvalsNeeded !== 2)
     throw new ToolError("config_invalid", `approvalsNeeded is 1 or 2, not ${String(input.approvalsNeeded)}`);
-  if (input.callRef !== undefined && (typeof input.callRef !== "string" || input.callRef.length > 200))
-    throw new ToolError("invalid_input", "callRef is a string of at most 200 characters");
+  if (input.callRef !== undefined && (typeof input.callRef !== "string" || input.callRef.length > 256))
+    throw new ToolError("invalid_input", "callRef is a string of at most 256 characters");
 }
 
 /**
@@ -299,8 +316,18 @@ function refuseDecision(id: string, request: ApprovalRequest, decision: Approval
   if (typeof decision.approver !== "string" || decision.approver === "" || typeof decision.via !== "string" || decision.via === "") {
     throw new ToolError("approval_invalid", `a decision on approval request ${id} must name its approver and how they were authenticated`);
   }
-  if (decision.kind === "grant" && request.approvals?.some((a) => a.by === decision.approver)) {
-    throw new ToolError("approval_invalid", `approval request ${id} needs a second, different approver: ${decision.approver} already granted it`);
+  if (decision.kind !== "grant") return;
+  if (decision.linked !== undefined && !(Array.isArray(decision.linked) && decision.linked.every((l) => typeof l === "string" && l !== ""))) {
+    throw new ToolError("approval_invalid", `a decision's linked ids on approval request ${id} are non-empty strings`);
+  }
+  const people = (by: string, linked: readonly string[] | undefined) => [by, ...(linked ?? [])];
+  const mine = people(decision.approver, decision.linked);
+  const earlier = (request.approvals ?? []).find((a) => people(a.by, a.linked).some((p) => mine.includes(p)));
+  if (earlier) {
+    throw new ToolError(
+      "approval_invalid",
+      `approval request ${id} needs a second, different approver: ${decision.approver} is, or stands for, ${earlier.by}, who already granted it`,
+    );
   }
 }
 

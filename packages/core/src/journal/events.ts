@@ -146,7 +146,8 @@ export function settledEntry(entry: OutboxEntry, s: Settlement): OutboxEntry {
 export function decidedRequest(request: ApprovalRequest, decision: ApprovalDecision): ApprovalRequest {
   const decided = { decidedBy: decision.approver, decidedVia: decision.via, decidedAt: decision.at };
   if (decision.kind === "deny") return { ...request, status: "denied", ...decided, reason: decision.reason };
-  const approvals = [...(request.approvals ?? []), { by: decision.approver, via: decision.via, at: decision.at }];
+  const linked = decision.linked?.length ? { linked: [...decision.linked] } : {};
+  const approvals = [...(request.approvals ?? []), { by: decision.approver, via: decision.via, at: decision.at, ...linked }];
   if (approvals.length < (request.approvalsNeeded ?? 1)) return { ...request, approvals };
   return { ...request, status: "granted", approvals, ...decided, grantTokenHash: decision.tokenHash, grantExpiresAt: decision.grantExpiresAt };
 }

@@ -70,7 +70,7 @@ export const ApprovalRequestSchema = z.object({
   approvalsNeeded: z.union([z.literal(1), z.literal(2)]).exactOptional(),
   callRef: optionalText,
   status: z.enum(APPROVAL_STATUSES),
-  approvals: z.array(z.object({ by: text, via: text, at: text })).exactOptional(),
+  approvals: z.array(z.object({ by: text, via: text, at: text, linked: z.array(text).exactOptional() })).exactOptional(),
   decidedBy: optionalText,
   decidedVia: optionalText,
   decidedAt: optionalText,

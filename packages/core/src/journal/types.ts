@@ -277,6 +277,8 @@ export interface ApprovalGrantRecord {
   /** How the approver was authenticated (`session`, `owner`, `host`, `elicitation`). */
   readonly via: string;
   readonly at: string;
+  /** Other people this approval stands for (see `ApprovalDecision` `linked`). */
+  readonly linked?: readonly string[];
 }
 
 export interface ApprovalRequest extends ApprovalRequestInput {
@@ -302,6 +304,13 @@ export type ApprovalDecision =
       readonly approver: string;
       /** How the approver was authenticated. */
       readonly via: string;
+      /**
+       * Ids of other people this approver's credential came from or acts for (e.g. the admin who
+       * issued the sign-in link the session was opened with). On a request needing two approvers,
+       * a grant is refused when its approver or any of these ids is the approver, or one of the
+       * linked ids, of the grant before it.
+       */
+      readonly linked?: readonly string[];
       readonly tokenHash: string;
       readonly grantExpiresAt: string;
       readonly at: string;

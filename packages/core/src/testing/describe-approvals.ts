@@ -60,11 +60,32 @@ export function itDecidesApprovals(withJournal: WithJournal): void {
       for (const approvalsNeeded of [0, 3, 1.5, "2"]) {
         await expect(journal.requestApproval(sampleRequest("r1", { approvalsNeeded } as never))).rejects.toSatisfy((e) => ToolError.is(e, "config_invalid"));
       }
-      for (const callRef of [42, "x".repeat(201)]) {
+      for (const callRef of [42, "x".repeat(257)]) {
         await expect(journal.requestApproval(sampleRequest("r1", { callRef } as never))).rejects.toSatisfy((e) => ToolError.is(e, "invalid_input"));
       }
       expect((await journal.head()).seq).toBe(0);
       expect(await journal.listApprovals()).toEqual([]);
+    }),
+  );
+
+  it(
+    "refuses a second approval whose approver stands for the first (a session opened with a link the first approver issued), either way round",
+    withJournal(async ({ journal }) => {
+      for (const [id, first, second] of [
+        ["r-a", grantBy("op_ada"), { ...grantBy("op_bob"), linked: ["op_ada"] }],
+        ["r-b", { ...grantBy("op_bob"), linked: ["op_ada"] }, grantBy("op_ada")],
+        ["r-c", { ...grantBy("op_bob"), linked: ["op_ada"] }, { ...grantBy("op_cy"), linked: ["op_ada"] }],
+      ] as const) {
+        await journal.requestApproval(sampleRequest(id, { approvalsNeeded: 2 }));
+        expect((await journal.decideApproval(id, first)).request.status).toBe("pending");
+        const head = await journal.head();
+        await expect(journal.decideApproval(id, second)).rejects.toSatisfy(invalid);
+        expect(await journal.head()).toEqual(head);
+      }
+      expect((await journal.getApproval("r-a"))?.approvals).toEqual([{ by: "op_ada", via: "owner", at: at(500) }]);
+      expect((await journal.getApproval("r-b"))?.approvals).toEqual([{ by: "op_bob", via: "owner", at: at(500), linked: ["op_ada"] }]);
+      await expect(journal.decideApproval("r-a", { ...grantBy("op_dee"), linked: [""] })).rejects.toSatisfy(invalid);
+      expect((await journal.decideApproval("r-a", { ...grantBy("op_dee"), linked: ["owner"] })).request.status).toBe("granted");
     }),
   );
 

@@ -59,7 +59,7 @@ export const checkFor = (request: ApprovalRequestInput, token: string, overrides
 });
 
 /** A grant decision by `approver` (authenticated as the owner) with the token `token`. */
-export const grantBy = (approver: string, token = "tok", grantExpiresAt = at(600_000), when = at(500)): ApprovalDecision => ({
+export const grantBy = (approver: string, token = "tok", grantExpiresAt = at(600_000), when = at(500)): Extract<ApprovalDecision, { kind: "grant" }> => ({
   kind: "grant",
   approver,
   via: "owner",
