@@ -86,7 +86,39 @@ describeJournalTampering("sqlite", async () => {
 });
 
 describe("sealed rows in the file", () => {
-  it("an audit subject column edited to hide a re-stated row passes the hot path but not verifyJournalRows", async () => {
+  it("a record put back with the later event's subject column cleared is refused by a process that opens the file after; so is every record once an audit link is edited", async () => {
+    const tamperedJournal = (e: unknown) => ToolError.is(e, "journal_tampered");
+    const set = (j: SqliteJournal, status: string) =>
+      j.updateRecord("switch", "tool:a", () => ({ value: { status }, event: { type: "switch.set", at: at(), data: { status } }, result: 0 }));
+    const path = tempFile();
+    const raw = rawRows(path);
+    let journal = await openSqliteJournal(path, { auditKey: KEY });
+    await set(journal, "enabled");
+    const enabled = (await raw.record("switch", "tool:a"))!;
+    await set(journal, "disabled");
+    await journal.close();
+    await raw.putRecord({ kind: "switch", id: "tool:a", text: enabled });
+    await raw.rewindSubject("switch:tool:a", { seq: 1, prevMac: "" });
+    journal = await openSqliteJournal(path, { auditKey: KEY });
+    await expect(journal.getRecord("switch", "tool:a")).rejects.toSatisfy(tamperedJournal);
+    await expect(journal.listRecords("switch")).rejects.toSatisfy(tamperedJournal);
+    await expect(set(journal, "enabled")).rejects.toSatisfy(tamperedJournal);
+    await journal.close();
+
+    const other = tempFile();
+    journal = await openSqliteJournal(other, { auditKey: KEY });
+    await set(journal, "disabled");
+    await journal.append({ type: "test.event", at: at(), data: {} });
+    await journal.close();
+    const db = new Database(other);
+    db.prepare("UPDATE audit SET payload = replace(payload, 'test.event', 'test.evenT') WHERE seq = 2").run();
+    db.close();
+    journal = await openSqliteJournal(other, { auditKey: KEY });
+    await expect(journal.getRecord("switch", "tool:a")).rejects.toSatisfy((e) => tamperedJournal(e) && (e as ToolError).details?.["kind"] === "audit");
+    await journal.close();
+  });
+
+  it("an audit subject column edited to hide a re-stated row fails the hot path (in this process and a new one) and verifyJournalRows", async () => {
     const path = tempFile();
     const journal = await openSqliteJournal(path, { auditKey: KEY });
     await journal.requestApproval(sampleRequest("r1"));
@@ -98,7 +130,10 @@ describe("sealed rows in the file", () => {
     const db = new Database(path);
     db.prepare("UPDATE audit SET subject = NULL WHERE seq = 2").run();
     db.close();
-    expect((await journal.getApproval("r1"))?.status).toBe("pending");
+    await expect(journal.getApproval("r1")).rejects.toSatisfy((e) => ToolError.is(e, "journal_tampered"));
+    const fresh = await openSqliteJournal(path, { auditKey: KEY });
+    await expect(fresh.getApproval("r1")).rejects.toSatisfy((e) => ToolError.is(e, "journal_tampered"));
+    await fresh.close();
     const verdict = await verifyJournalRows(journal);
     expect(verdict).toMatchObject({ ok: false, chain: { ok: true } });
     expect(verdict.problems).toEqual(

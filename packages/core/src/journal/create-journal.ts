@@ -1,7 +1,7 @@
 import { hashCanonical } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import { sealAuditEvent, unsealAuditEvent, type AuditKey } from "./audit-chain.js";
-import type { JournalDriver, JournalTransaction, TransactionReads } from "./driver.js";
+import type { JournalDriver, JournalTransaction, StoredRow, TransactionReads } from "./driver.js";
 import {
   claimedEvent,
   consumedEvent,
@@ -109,7 +109,11 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     return append(tx, { ...event, subject: subjectOf("request", request.id) });
   };
   const entryOf = (tx: JournalTransaction, key: string) => openEntry(auditKey, tx.getEntry(key));
-  const requestOf = (tx: JournalTransaction, id: string) => openRequest(auditKey, tx.getRequest(id));
+  // A request is used only as the version the verified chain last recorded (see record-index.ts).
+  const checkedRequest = (row: StoredRow): StoredRow => (records.check("request", row.id, row), row);
+  const requestOf = (tx: JournalTransaction, id: string) => openRequest(auditKey, checkedRequest(tx.getRequest(id)));
+  // Writes that decide on a request walk the chain first (each link once per process).
+  const caughtUp = <T>(then: () => Promise<T>): Promise<T> => read(() => records.catchUp()).then(then);
   const consume = (tx: JournalTransaction, check: GrantCheck): GrantOutcome => {
     const request = requestOf(tx, check.requestId);
     const verdict = checkGrant(request, check);
@@ -128,21 +132,23 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     head: () => read(() => driver.head()),
 
     beginIntent: (intent, opts = {}) =>
-      write({ entries: [intent.key], ...(opts.grant ? { requests: [opts.grant.requestId] } : {}) }, (tx): BeginIntentResult => {
-        const existing = entryOf(tx, intent.key);
-        const retake = opts.retake;
-        if (existing && !(retake && retake.attempts === existing.attempts && retake.states.includes(existing.state))) {
-          return { status: "existing", entry: existing };
-        }
-        let grantId: string | undefined;
-        if (opts.grant) {
-          const outcome = consume(tx, opts.grant);
-          if (outcome.status !== "consumed") return { status: "grant_refused", outcome };
-          grantId = outcome.request.id;
-        }
-        const entry = startedEntry(intent, (existing?.attempts ?? 0) + 1, grantId);
-        return { status: "started", entry, receipt: putEntry(tx, entry, intentEvent(intent, entry.attempts, grantId)) };
-      }),
+      (opts.grant ? caughtUp : (then: () => Promise<BeginIntentResult>) => then())(() =>
+        write({ entries: [intent.key], ...(opts.grant ? { requests: [opts.grant.requestId] } : {}) }, (tx): BeginIntentResult => {
+          const existing = entryOf(tx, intent.key);
+          const retake = opts.retake;
+          if (existing && !(retake && retake.attempts === existing.attempts && retake.states.includes(existing.state))) {
+            return { status: "existing", entry: existing };
+          }
+          let grantId: string | undefined;
+          if (opts.grant) {
+            const outcome = consume(tx, opts.grant);
+            if (outcome.status !== "consumed") return { status: "grant_refused", outcome };
+            grantId = outcome.request.id;
+          }
+          const entry = startedEntry(intent, (existing?.attempts ?? 0) + 1, grantId);
+          return { status: "started", entry, receipt: putEntry(tx, entry, intentEvent(intent, entry.attempts, grantId)) };
+        }),
+      ),
     settleIntent: (key, s) =>
       write({ entries: [key] }, (tx) => {
         const entry = entryOf(tx, key);
@@ -193,42 +199,53 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     },
 
     requestApproval: (input) =>
-      write({ requests: [input.id], open: [input.inputHash] }, (tx) => {
-        refuseRequest(input);
-        for (const r of tx.openRequests(input.inputHash).map((row) => openRequest(auditKey, row)!)) {
-          if (joinsOpenRequest(r, input))
-            return { request: r, created: false, receipt: append(tx, requestedEvent(r, input.invocationId, false, input.createdAt)) };
-        }
-        if (requestOf(tx, input.id) !== undefined) throw new ToolError("journal_failed", `an approval request with id ${input.id} already exists`);
-        const request: ApprovalRequest = { ...input, status: "pending" };
-        return { request, created: true, receipt: putRequest(tx, request, requestedEvent(request, input.invocationId, true, input.createdAt)) };
-      }),
-    getApproval: (id) => read(async () => openRequest(auditKey, await driver.getRequest(id))),
-    listApprovals: (opts = {}) =>
-      read(async () =>
-        (await driver.listRequests({ states: opts.status, limit: limitOf(opts.limit) })).map((row) =>
-          listed("request", row.id, openRequest(auditKey, row)!, (r) => r.status, opts.status),
-        ),
+      caughtUp(() =>
+        write({ requests: [input.id], open: [input.inputHash] }, (tx) => {
+          refuseRequest(input);
+          for (const r of tx.openRequests(input.inputHash).map((row) => openRequest(auditKey, checkedRequest(row))!)) {
+            if (joinsOpenRequest(r, input))
+              return { request: r, created: false, receipt: append(tx, requestedEvent(r, input.invocationId, false, input.createdAt)) };
+          }
+          if (requestOf(tx, input.id) !== undefined) throw new ToolError("journal_failed", `an approval request with id ${input.id} already exists`);
+          const request: ApprovalRequest = { ...input, status: "pending" };
+          return { request, created: true, receipt: putRequest(tx, request, requestedEvent(request, input.invocationId, true, input.createdAt)) };
+        }),
       ),
+    getApproval: (id) =>
+      read(async () => {
+        await records.catchUp();
+        return openRequest(auditKey, checkedRequest(await driver.getRequest(id)));
+      }),
+    listApprovals: (opts = {}) =>
+      read(async () => {
+        await records.catchUp();
+        return (await driver.listRequests({ states: opts.status, limit: limitOf(opts.limit) })).map((row) =>
+          listed("request", row.id, openRequest(auditKey, checkedRequest(row))!, (r) => r.status, opts.status),
+        );
+      }),
     decideApproval: (id, decision) =>
-      write({ requests: [id] }, (tx) => {
-        const request = requestOf(tx, id);
-        if (!request) throw new ToolError("approval_unknown", `no approval request ${id}`);
-        if (request.status !== "pending") throw new ToolError("approval_consumed", `approval request ${id} was already ${request.status}`);
-        refuseDecision(id, request, decision);
-        if (Date.parse(request.expiresAt) <= Date.parse(decision.at)) {
-          putRequest(tx, { ...request, status: "expired" }, expiredEvent(request, decision.at));
-          return new CommittedRefusal(new ToolError("approval_expired", `approval request ${id} expired at ${request.expiresAt}`));
-        }
-        const decided = decidedRequest(request, decision);
-        return { request: decided, receipt: putRequest(tx, decided, decidedEvent(request, decided, decision)) };
-      }),
+      caughtUp(() =>
+        write({ requests: [id] }, (tx) => {
+          const request = requestOf(tx, id);
+          if (!request) throw new ToolError("approval_unknown", `no approval request ${id}`);
+          if (request.status !== "pending") throw new ToolError("approval_consumed", `approval request ${id} was already ${request.status}`);
+          refuseDecision(id, request, decision);
+          if (Date.parse(request.expiresAt) <= Date.parse(decision.at)) {
+            putRequest(tx, { ...request, status: "expired" }, expiredEvent(request, decision.at));
+            return new CommittedRefusal(new ToolError("approval_expired", `approval request ${id} expired at ${request.expiresAt}`));
+          }
+          const decided = decidedRequest(request, decision);
+          return { request: decided, receipt: putRequest(tx, decided, decidedEvent(request, decided, decision)) };
+        }),
+      ),
     consumeGrant: (check, event) =>
-      write({ requests: [check.requestId] }, (tx) => {
-        const outcome = consume(tx, check);
-        if (outcome.status === "consumed") append(tx, event);
-        return outcome;
-      }),
+      caughtUp(() =>
+        write({ requests: [check.requestId] }, (tx) => {
+          const outcome = consume(tx, check);
+          if (outcome.status === "consumed") append(tx, event);
+          return outcome;
+        }),
+      ),
 
     getRecord: (kind, id) =>
       read(async () => {

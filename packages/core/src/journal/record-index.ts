@@ -5,7 +5,7 @@ import { tampered } from "./sealed-rows.js";
 import { GENESIS_MAC } from "./types.js";
 
 /**
- * Where each authority record's latest version was recorded, learned from the MACed chain rather
+ * Where each authority record's (and approval request's) latest version was recorded, learned from the MACed chain rather
  * than from the audit table's unsealed `subject` column. A store finds a row's latest event through
  * that column; someone who can write the database could put an older, validly sealed record back
  * (a spent login token, a removed client, a lifted kill switch) and clear the column on the later
@@ -22,14 +22,15 @@ import { GENESIS_MAC } from "./types.js";
 export interface RecordIndex {
   /** Walk the chain to its current head. */
   catchUp(): Promise<void>;
-  /** Refuse a record row whose latest event (as the store found it) is not the verified one. */
+  /** Refuse a record row (kind `request`: an approval request) whose latest event, as the store found it, is not the verified one. */
   check(kind: string, id: string, row: StoredRow): void;
   /** The ids of `kind` the verified chain names, for a list to refuse the ones whose row is gone. */
   ids(kind: string): readonly string[];
 }
 
 const PAGE = 1000;
-const isRecordSubject = (subject: string): boolean => !subject.startsWith("entry:") && !subject.startsWith("request:");
+// Records and approval requests (a consumed grant put back as granted would run a call again).
+const isTracked = (subject: string): boolean => !subject.startsWith("entry:");
 
 export function recordIndex(driver: JournalDriver, auditKey: AuditKey): RecordIndex {
   let head = { seq: 0, mac: GENESIS_MAC };
@@ -61,7 +62,7 @@ export function recordIndex(driver: JournalDriver, auditKey: AuditKey): RecordIn
         if (payload.seq !== link.seq) throw (broken = fail(link.seq, "its payload names another seq"));
         head = { seq: link.seq, mac: link.mac };
         const subject = payload.subject;
-        if (typeof subject !== "string" || !isRecordSubject(subject)) continue;
+        if (typeof subject !== "string" || !isTracked(subject)) continue;
         const colon = subject.indexOf(":");
         const kind = subject.slice(0, colon);
         let ids = latest.get(kind);
@@ -86,7 +87,7 @@ export function recordIndex(driver: JournalDriver, auditKey: AuditKey): RecordIn
       if (found !== undefined && found.seq > head.seq) return;
       if (found?.seq === known?.seq && found?.prevMac === known?.prevMac) return;
       throw tampered(
-        `record:${kind}`,
+        kind === "request" ? "request" : `record:${kind}`,
         id,
         row.text === undefined ? "missing" : known !== undefined && (found === undefined || found.seq < known.seq) ? "restated" : "index",
         `is not the version the audit chain last recorded (event ${known?.seq ?? "none"}; the audit table's subject column names ${found?.seq ?? "none"})`,

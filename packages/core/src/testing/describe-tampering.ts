@@ -284,6 +284,29 @@ export function describeJournalTampering(name: string, open: () => Promise<Tampe
     );
 
     it(
+      "refuses a consumed grant put back as granted with the later event's subject column cleared: a retry by binding does not run it again",
+      withJournal(async ({ journal, raw }) => {
+        const request = sampleRequest("r1");
+        await journal.requestApproval(request);
+        await grant(journal, "r1");
+        const granted = (await raw.request("r1"))!;
+        const grantedAt = (await journal.readAudit()).at(-1)!;
+        const { tokenHash: _t, ...rest } = checkFor(request, "tok");
+        const byBinding = { ...rest, byBinding: true as const };
+        expect((await journal.beginIntent(sampleIntent("k1"), { grant: byBinding })).status).toBe("started");
+        await raw.putRequest({ id: "r1", status: "granted", inputHash: request.inputHash, text: granted });
+        await raw.rewindSubject("request:r1", grantedAt);
+        const head = await journal.head();
+        await expect(journal.requestApproval({ ...request, id: "r1-retry", createdAt: at(1000) })).rejects.toSatisfy(tamperedWith("restated"));
+        await expect(journal.beginIntent(sampleIntent("k2"), { grant: byBinding })).rejects.toSatisfy(tamperedWith("restated"));
+        await expect(journal.consumeGrant(byBinding, usedEvent)).rejects.toSatisfy(tamperedWith("restated"));
+        await expect(journal.listApprovals()).rejects.toSatisfy(tamperedWith("restated"));
+        expect(await journal.head()).toEqual(head);
+        expect(await journal.getIntent("k2")).toBeUndefined();
+      }),
+    );
+
+    it(
       "verifyJournalRows reports every class, including a re-stated row whose index was edited to hide it",
       withJournal(async ({ journal, auditKey, raw }) => {
         await journal.beginIntent(sampleIntent("k1"));
@@ -298,8 +321,8 @@ export function describeJournalTampering(name: string, open: () => Promise<Tampe
 
         await raw.putRequest({ id: "r1", status: "pending", inputHash: sampleRequest("r1").inputHash, text: pending });
         await raw.rewindSubject("request:r1", { seq: pendingSeq, prevMac: records[pendingSeq - 1]!.prevMac });
-        // The hot path trusts the index it was handed; the full verify reads the MACed chain.
-        expect((await journal.getApproval("r1"))?.status).toBe("pending");
+        // The hot path learns each request's latest event from the MACed chain, not from the index.
+        await expect(journal.getApproval("r1")).rejects.toSatisfy(tamperedWith("restated"));
         await raw.deleteEntry("k2");
         const verdict = await verifyJournalRows(journal);
         expect(verdict.ok).toBe(false);
