@@ -15,6 +15,12 @@ export interface LiveApprover {
   readonly scope: OperatorScope | undefined;
   /** For an in-band client: the only principal and tenant it may decide for. */
   readonly client: McpClient | undefined;
+  /**
+   * Other people this approver's credential came from (the admin who issued the sign-in link of its
+   * session; the admin who added an in-band client): a two-person request needs two approvers none
+   * of whom could have been the other. The owner is never named (it could act as anyone anyway).
+   */
+  readonly linked: readonly string[];
 }
 
 export interface AuthorityContext {
@@ -42,6 +48,13 @@ export interface SecretRecord {
   readonly createdAt: string;
   /** The operator's epoch when this was made (absent: 0). */
   readonly epoch?: number;
+  /** Who issued the login token (and so could have opened the session): an approver id. */
+  readonly issuedBy?: string;
+}
+
+/** The people a credential came from, besides its holder and the owner. */
+export function linkedIds(holder: string, ...from: (string | undefined)[]): readonly string[] {
+  return from.filter((id): id is string => id !== undefined && id !== holder && id !== OWNER_ID);
 }
 
 /** A session or login token opens only for the operator as it was when it was made, never across a disable. */
@@ -84,13 +97,13 @@ export function createContext(journal: RecordJournal, redactor: Redactor, clock:
     async live(approver) {
       const stands = mintedOf(approver);
       const via = (approver as Approver).via;
-      if (stands.kind === "owner") return { id: OWNER_ID, via, role: "admin", scope: undefined, client: undefined };
+      if (stands.kind === "owner") return { id: OWNER_ID, via, role: "admin", scope: undefined, client: undefined, linked: [] };
       if (stands.kind === "client") {
         const client = (await journal.getRecord("client", stands.clientId)) as ClientRecord | undefined;
         if (!client || client.status !== "active" || !client.elicitation) {
           throw new ToolError("approver_forbidden", `MCP client ${stands.clientId} is removed or may no longer approve in band`);
         }
-        return { id: `mcp:${client.id}`, via, role: "approver", scope: undefined, client: publicClient(client) };
+        return { id: `mcp:${client.id}`, via, role: "approver", scope: undefined, client: publicClient(client), linked: linkedIds("", client.createdBy) };
       }
       let session: SecretRecord | undefined;
       if (stands.sessionHash !== undefined) {
@@ -104,7 +117,7 @@ export function createContext(journal: RecordJournal, redactor: Redactor, clock:
       if (operator.status !== "active") throw new ToolError("approver_forbidden", `operator ${operator.name} is ${operator.status}`);
       if (session && !sameEpoch(session, operator))
         throw new ToolError("approver_invalid", "the session began before the operator was disabled; sign in again");
-      return { id: operator.id, via, role: operator.role, scope: operator.scope, client: undefined };
+      return { id: operator.id, via, role: operator.role, scope: operator.scope, client: undefined, linked: linkedIds(operator.id, session?.issuedBy) };
     },
     async admin(approver) {
       const live = await ctx.live(approver);

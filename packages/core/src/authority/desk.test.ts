@@ -181,6 +181,34 @@ describe("the two-person rule", () => {
     expect((await gate.approvals.grant(low, { by: alma })).status).toBe("granted");
   });
 
+  it("two people: an admin who approved first cannot finish through a session it issued the sign-in link of; owner-issued links are two people", async () => {
+    const { gate, store } = worker();
+    store.notes.set("n", "keep");
+    const owner = gate.authority.owner();
+    const ada = await gate.authority.operators.add("ada", { role: "admin" }, owner);
+    await gate.authority.operators.add("bob", { role: "approver" }, owner);
+    const carol = await gate.authority.operators.add("carol", { role: "approver" }, owner);
+    const adaSession = (await gate.authority.login(ada.loginToken))!;
+    const call = { ...base, profile: twoPerson };
+    const id = await asked(gate, "notes.delete_note", { id: "n" }, call);
+    expect((await gate.approvals.grant(id, { by: adaSession.approver })).status).toBe("needs_another");
+    const minted = await gate.authority.operators.issueLogin("bob", adaSession.approver);
+    const asBob = (await gate.authority.login(minted.loginToken))!;
+    await refusedWith(gate.approvals.grant(id, { by: asBob.approver }), "approval_invalid");
+    // An MCP client Ada added and enabled for in-band approval is not a second person either.
+    const { client } = await gate.authority.clients.add(
+      "ui",
+      { profile: "full", elicitation: true, principal: base.principal, tenant: base.tenant },
+      adaSession.approver,
+    );
+    await refusedWith(gate.approvals.grant(id, { by: gate.authority.clients.approver(client) }), "approval_invalid");
+    expect(await gate.invoke("notes.delete_note", { id: "n" }, call)).toMatchObject({ status: "approval_required", requestId: id });
+    // Carol signed in with the link the owner issued: a second person.
+    const asCarol = (await gate.authority.login(carol.loginToken))!;
+    expect((await gate.approvals.grant(id, { by: asCarol.approver })).status).toBe("granted");
+    expect((await gate.approvals.get(id))?.approvals?.map((a) => a.by)).toEqual([ada.operator.id, carol.operator.id]);
+  });
+
   it("a grant from a one-approver request does not run a call whose profile asks for two", async () => {
     const { gate, store } = worker();
     store.notes.set("n", "x");

@@ -76,7 +76,7 @@ export function createOperators(ctx: AuthorityContext): OperatorsApi {
     const at = ctx.clock();
     const expiresAt = ctx.iso(at + LOGIN_TTL_MS);
     ctx.redactor.register(loginToken, { until: at + LOGIN_TTL_MS });
-    const record: SecretRecord = { operatorId: operator.id, status: "open", expiresAt, createdAt: ctx.iso(at), ...epochOf(operator) };
+    const record: SecretRecord = { operatorId: operator.id, status: "open", expiresAt, createdAt: ctx.iso(at), ...epochOf(operator), issuedBy: by.id };
     await journal.updateRecord("login", secretHash(loginToken), (current) => {
       if (current !== undefined) throw new ToolError("conflict", "a login token collided");
       return { value: record, event: changeEvent(ctx, "operator.login_issued", by, { operator: operator.id, expiresAt }), result: undefined };
@@ -183,7 +183,8 @@ export function createSessions(ctx: AuthorityContext, operators: OperatorsApi, s
       const hash = secretHash(session);
       const expiresAt = ctx.iso(at + sessionTtlMs);
       ctx.redactor.register(session, { until: at + sessionTtlMs });
-      const record: SecretRecord = { operatorId: operator.id, status: "active", expiresAt, createdAt: ctx.iso(at), ...epochOf(operator) };
+      const issuedBy = spent.result.issuedBy === undefined ? {} : { issuedBy: spent.result.issuedBy };
+      const record: SecretRecord = { operatorId: operator.id, status: "active", expiresAt, createdAt: ctx.iso(at), ...epochOf(operator), ...issuedBy };
       await journal.updateRecord("session", hash, (current) => {
         if (current !== undefined) throw new ToolError("conflict", "a session id collided");
         return { value: record, event: changeEvent(ctx, "session.started", undefined, { operator: operator.id, expiresAt }), result: undefined };

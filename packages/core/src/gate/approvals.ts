@@ -83,6 +83,7 @@ export function createApprovalDesk(
           kind: "grant",
           approver: live.id,
           via: live.via,
+          ...(live.linked.length > 0 ? { linked: live.linked } : {}),
           tokenHash: sha256Hex(token),
           grantExpiresAt: expiresAt,
           at: new Date(at).toISOString(),
