@@ -41,9 +41,6 @@ const latestOf = (r: { seq: string | null; prev_mac: string | null }): RowEvent 
   r.seq === null ? undefined : { seq: Number(r.seq), prevMac: r.prev_mac! };
 const rowOf = (r: RowResult): StoredRow => ({ id: r.id, text: r.text ?? undefined, latest: latestOf(r) });
 
-/** The audit links that name a record (the predicate of the schema's audit_record_subject index). */
-export const RECORD_SUBJECT = "subject IS NOT NULL AND subject NOT LIKE 'entry:%' AND subject NOT LIKE 'request:%'";
-
 /** A failure of the database itself inside a batch. */
 class BatchFailure {
   constructor(readonly cause: unknown) {}
@@ -111,17 +108,8 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     listRequests: `${requestRows} WHERE ($1::text[] IS NULL OR o.status = ANY($1)) ORDER BY o.id LIMIT $2`,
     getRecord: `SELECT k.id, o.record AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS kind, $2::text AS id) k
       LEFT JOIN ${s}.records o ON o.kind = k.kind AND o.record_id = k.id ${latest("k.kind || ':' || k.id")}`,
-    // The records of a kind, then the subjects of that kind the audit table names with no record
-    // (deleted behind the journal's back), found through the records' own subject index.
-    listRecords: `SELECT id, text, seq, prev_mac FROM (
-        SELECT o.record_id AS id, o.record AS text, a.seq, a.prev_mac, 0 AS part, o.id AS ord FROM ${s}.records o ${latest("o.kind || ':' || o.record_id")}
-        WHERE o.kind = $1
-        UNION ALL
-        SELECT substr(g.subject, length($1) + 2), NULL::text, g.seq, g.prev_mac, 1, g.seq FROM (
-          SELECT DISTINCT ON (subject) subject, seq, prev_mac FROM ${s}.audit
-          WHERE ${RECORD_SUBJECT} AND subject COLLATE "C" >= $1 || ':' AND subject COLLATE "C" < $1 || ';' ORDER BY subject, seq DESC
-        ) g WHERE NOT EXISTS (SELECT 1 FROM ${s}.records x WHERE x.kind = $1 AND x.record_id = substr(g.subject, length($1) + 2))
-      ) rows ORDER BY part, ord`,
+    listRecords: `SELECT o.record_id AS id, o.record AS text, a.seq, a.prev_mac FROM ${s}.records o ${latest("o.kind || ':' || o.record_id")}
+      WHERE o.kind = $1 ORDER BY o.id`,
     recordKinds: `SELECT DISTINCT kind FROM ${s}.records ORDER BY kind`,
   };
   const failure = (cause: unknown): ToolError =>

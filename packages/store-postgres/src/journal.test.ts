@@ -153,7 +153,7 @@ describeWithPostgres("connectPostgresJournal refuses what it cannot safely use",
       // Back to schema 2 exactly as its migrations left it (the row format did not change).
       const admin = new pg.Client({ connectionString: pgUrl });
       await admin.connect();
-      await admin.query(`DROP TABLE ${s}.records; DROP INDEX ${s}.approvals_open; DROP INDEX ${s}.audit_record_subject;
+      await admin.query(`DROP TABLE ${s}.records; DROP INDEX ${s}.approvals_open;
         CREATE INDEX approvals_pending ON ${s}.approvals (input_hash) WHERE status = 'pending';
         UPDATE ${s}.toolgate_meta SET value = '2' WHERE name = 'schema_version'`);
       const indexes = await admin.query(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [schema]);

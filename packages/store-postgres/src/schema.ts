@@ -1,7 +1,6 @@
 import type { PoolClient } from "pg";
 import { ToolError } from "@toolgate/core";
 import { GENESIS_MAC } from "@toolgate/core/store-kit";
-import { RECORD_SUBJECT } from "./driver.js";
 
 /**
  * Schema migrations, in order, written for a schema name `S` (quoted before use). The meta table's
@@ -54,7 +53,6 @@ export const MIGRATIONS: readonly ((s: string) => string)[] = [
     record text NOT NULL,
     UNIQUE (kind, record_id)
   );
-  CREATE INDEX audit_record_subject ON ${s}.audit ((subject COLLATE "C"), seq) WHERE ${RECORD_SUBJECT};
   DROP INDEX ${s}.approvals_pending;
   CREATE INDEX approvals_open ON ${s}.approvals (input_hash) WHERE status IN ('pending', 'granted');
   `,

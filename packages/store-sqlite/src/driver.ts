@@ -99,14 +99,6 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
       `INSERT INTO records (kind, record_id, record) VALUES (?, ?, ?) ON CONFLICT (kind, record_id) DO UPDATE SET record = excluded.record`,
     ),
     listRecords: db.prepare<[string], RowResult>(`${RECORD_ROW} WHERE o.kind = ? ORDER BY o.id`),
-    // Subjects of a kind the audit table names with no record (deleted behind the journal's back).
-    goneRecords: db.prepare<{ kind: string }, RowResult>(
-      `SELECT substr(g.subject, length(@kind) + 2) AS id, NULL AS text, a.seq AS seq, a.prev_mac AS prevMac
-       FROM (SELECT subject, max(seq) AS seq FROM audit WHERE subject >= @kind || ':' AND subject < @kind || ';' GROUP BY subject) g
-       JOIN audit a ON a.seq = g.seq
-       WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.kind = @kind AND r.record_id = substr(g.subject, length(@kind) + 2))
-       ORDER BY g.seq`,
-    ),
     recordKinds: db.prepare<[], string>("SELECT DISTINCT kind FROM records ORDER BY kind").pluck(),
   };
   const readHead = (): AuditHead => sql.head.get() ?? { seq: 0, mac: GENESIS_MAC };
@@ -228,7 +220,7 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
     getRequest: (id) => read(() => tx.getRequest(id)),
     listRequests: (filter) => read(() => sql.listRequests.all(list(filter)).map(rowOf)),
     getRecord: (kind, id) => read(() => tx.getRecord(kind, id)),
-    listRecords: (kind) => read(() => [...sql.listRecords.all(kind), ...sql.goneRecords.all({ kind })].map(rowOf)),
+    listRecords: (kind) => read(() => sql.listRecords.all(kind).map(rowOf)),
     recordKinds: () => read(() => sql.recordKinds.all()),
     async close() {
       flush();

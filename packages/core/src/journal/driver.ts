@@ -47,11 +47,7 @@ export interface JournalDriver {
   listRequests(filter: ListFilter<ApprovalStatus>): Promise<readonly StoredRow[]>;
   /** A sealed record with its subject's latest event (`<kind>:<id>`); `text` undefined when there is no row. */
   getRecord(kind: string, id: string): Promise<StoredRow>;
-  /**
-   * Every record of `kind` in the order first written (`id` is the record's id), then one row with
-   * `text` undefined for each subject `<kind>:<id>` the audit table names that has no record (a
-   * deleted record is refused on a list too, not only on a read by id).
-   */
+  /** Every record of `kind` in the order first written (`id` is the record's id). */
   listRecords(kind: string): Promise<readonly StoredRow[]>;
   /** Every kind with at least one record stored (for verifying the whole journal). */
   recordKinds(): Promise<readonly string[]>;

@@ -60,22 +60,7 @@ export function memoryDriver(): MemoryDriver {
   const entryRow = (key: string, text = entries.get(key)?.text): StoredRow => ({ id: key, text, latest: latest.get(`entry:${key}`) });
   const requestRow = (id: string, text = requests.get(id)?.text): StoredRow => ({ id, text, latest: latest.get(`request:${id}`) });
   const recordRow = (kind: string, id: string, text = records.get(`${kind}:${id}`)?.text): StoredRow => ({ id, text, latest: latest.get(`${kind}:${id}`) });
-  // Each record kind's ids, in the order an event first named them (the audit table's subject
-  // index, by kind): a list finds a record an event recorded whose row is gone without a scan.
-  const recordIds = new Map<string, Set<string>>();
-  const named = (subject: string): void => {
-    const colon = subject.indexOf(":");
-    const kind = subject.slice(0, colon);
-    if (kind === "entry" || kind === "request") return;
-    let ids = recordIds.get(kind);
-    if (!ids) recordIds.set(kind, (ids = new Set()));
-    ids.add(subject.slice(colon + 1));
-  };
-  const recordsOf = (kind: string): StoredRow[] => {
-    const rows = [...records.values()].filter((r) => r.kind === kind).map((r) => recordRow(kind, r.id, r.text));
-    const gone = [...(recordIds.get(kind) ?? [])].filter((id) => !records.has(`${kind}:${id}`) && latest.has(`${kind}:${id}`));
-    return [...rows, ...gone.map((id) => recordRow(kind, id, undefined))];
-  };
+  const recordsOf = (kind: string): StoredRow[] => [...records.values()].filter((r) => r.kind === kind).map((r) => recordRow(kind, r.id, r.text));
   const list = <T extends { readonly text: string }>(rows: Map<string, T>, keep: (row: T) => boolean, limit = Infinity): StoredRow[] => {
     const out: StoredRow[] = [];
     const row = rows === (entries as Map<string, unknown>) ? entryRow : requestRow;
@@ -92,10 +77,7 @@ export function memoryDriver(): MemoryDriver {
       payloads.push(sealed.payload);
       macs.push(sealed.mac);
       subjects.push(sealed.subject);
-      if (sealed.subject !== undefined) {
-        put(latest, sealed.subject, { seq: sealed.seq, prevMac: sealed.prevMac });
-        named(sealed.subject);
-      }
+      if (sealed.subject !== undefined) put(latest, sealed.subject, { seq: sealed.seq, prevMac: sealed.prevMac });
     },
     getEntry: (key) => entryRow(key),
     putEntry: (entry) => put(entries, entry.key, entry),
