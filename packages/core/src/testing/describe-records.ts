@@ -177,6 +177,27 @@ export function itRefusesTamperedRecords(withJournal: WithJournal<TamperableJour
   );
 
   it(
+    "refuses an older record put back with the later event's subject column cleared (a kill switch lifted), and a record deleted with its subject column cleared (a removed client forgotten)",
+    withJournal(async ({ journal, raw }) => {
+      await put(journal, "switch", "tool:a", { status: "enabled" });
+      const enabled = (await raw.record("switch", "tool:a"))!;
+      const first = (await journal.readAudit()).at(-1)!;
+      await put(journal, "switch", "tool:a", { status: "disabled" });
+      expect(await journal.getRecord("switch", "tool:a")).toEqual({ status: "disabled" });
+      await raw.putRecord({ kind: "switch", id: "tool:a", text: enabled });
+      await raw.rewindSubject("switch:tool:a", first);
+      await refusedEverywhere(journal, "switch", "tool:a");
+
+      await put(journal, "client", "mcc_1", { status: "removed" });
+      expect(await journal.listRecords("client")).toHaveLength(1);
+      await raw.deleteRecord("client", "mcc_1");
+      await raw.rewindSubject("client:mcc_1", { seq: 0, prevMac: "0".repeat(64) });
+      await expect(journal.getRecord("client", "mcc_1")).rejects.toSatisfy(tamperedWith("missing"));
+      await expect(journal.listRecords("client")).rejects.toSatisfy(tamperedWith("missing"));
+    }),
+  );
+
+  it(
     "refuses a record inserted without an event, copied under another id or kind, or deleted (a kill switch removed)",
     withJournal(async ({ journal, raw }) => {
       await put(journal, "operator", "op_1", { role: "admin" });
