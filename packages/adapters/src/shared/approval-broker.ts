@@ -73,6 +73,9 @@ export function createApprovalBroker(gate: Gate, call: CallOptions, options: Fra
     const asked = await gate.invoke(toolId, input, withSignal(signal));
     // Ran on an operator's grant (by binding), replayed, or refused: nothing for this step to do.
     if (asked.status !== "approval_required") return asked;
+    // Held output: the framework's prompt showed the call, never the flagged text, so its approval
+    // cannot release that text; the release waits for an operator who sees the excerpts.
+    if (asked.reason === "output") return asked;
     const shown = (await gate.approvals.list({ status: ["pending"] })).filter(
       (r) => r.callRef === callId && r.toolId === toolId && r.principal === call.principal && r.tenant === call.tenant,
     );
