@@ -28,7 +28,11 @@ describe("the workspace tests what it ships", () => {
         expect(source, `${dir} ${subpath}`).toBe(target["types"]!.replace(/^\.\/dist\//, "./src/").replace(/\.d\.ts$/, ".ts"));
         expect(existsSync(new URL(`${dir}${source}`, root)), `${dir}${source} is missing`).toBe(true);
       }
-      expect(manifest.files.filter((f) => f !== "README.md")).toEqual(["dist"]);
+      // A package with a command ships its committed bin entry beside dist: npm links a bin at
+      // install time, before the build exists, so the entry must not live in dist.
+      const bins = Object.values((manifest as { bin?: Record<string, string> }).bin ?? {});
+      expect(manifest.files.filter((f) => f !== "README.md")).toEqual(bins.some((b) => b.startsWith("./bin/")) ? ["bin", "dist"] : ["dist"]);
+      for (const bin of bins) expect(existsSync(new URL(`${dir}${bin}`, root)) || bin.startsWith("./dist/"), `${dir}${bin} is missing`).toBe(true);
     });
   }
 
