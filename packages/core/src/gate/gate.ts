@@ -69,7 +69,8 @@ export interface Gate<TTool extends AnyToolManifest = AnyToolManifest> {
    * Run one tool call through the steps of `INVOKE_STEPS`, in order: resolve, freeze, kill-switch, validate,
    * policy, replay-caller-key, preview, derive-key, replay-completed (a completed call under the
    * same key replays before a human is asked — with the caller's key, before the preview too),
-   * approve, record-intent (the grant is consumed with it), run, check-output, redact-and-fence,
+   * limits (the profile's rate limits and budgets, before a human is asked), approve, record-intent
+   * (the grant and the limits' counts are consumed with it), run, check-output, redact-and-fence,
    * settle. Never throws for anything a call can do wrong; the result says what happened.
    */
   invoke<const TId extends string>(toolId: TId, input: InputFor<TTool, TId>, call: CallOptions): Promise<InvokeResult<OutputFor<TTool, TId>>>;

@@ -14,6 +14,7 @@ describe("the gate's pipeline", () => {
       "preview",
       "derive-key",
       "replay-completed",
+      "limits",
       "approve",
       "record-intent",
       "run",

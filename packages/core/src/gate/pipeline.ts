@@ -13,6 +13,7 @@ import { policy } from "./steps/policy.js";
 import { preview } from "./steps/preview.js";
 import { deriveKey } from "./steps/derive-key.js";
 import { replayCallerKey, replayCompleted } from "./steps/replay-completed.js";
+import { limits } from "./steps/limits.js";
 import { approve } from "./steps/approve.js";
 import { recordIntent } from "./steps/record-intent.js";
 import { run } from "./steps/run.js";
@@ -79,6 +80,7 @@ export const INVOKE_STEPS = pipeline([
   preview,
   deriveKey,
   replayCompleted,
+  limits,
   approve,
   recordIntent,
   run,
