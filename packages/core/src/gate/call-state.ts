@@ -20,6 +20,8 @@ export interface CallStart {
   /** Set by the steps that establish them; read by refusals, which may come at any stage. */
   readonly tool?: RegisteredTool;
   readonly inputHash?: string;
+  /** Concurrency slots the `limits` step took; given back when the call ends, whatever its result. */
+  readonly slots?: readonly string[] | undefined;
 }
 
 /** The tool exists and the call options are well formed. */
@@ -136,6 +138,7 @@ export function startCall(invocationId: string, requestedId: string, input: unkn
     usesOutbox: undefined,
     existing: undefined,
     retakeFrom: undefined,
+    slots: undefined,
     grant: undefined,
     intent: undefined,
     plan: undefined,

@@ -24,6 +24,8 @@ export interface GateEnv {
   readonly decisions: WeakMap<Profile, Map<string, PolicyDecision>>;
   /** Bodies that outlived their deadline, until their late result is journaled. */
   readonly pendingLate: Set<Promise<unknown>>;
+  /** Calls in flight on this gate per concurrency slot (profile, limit, tool): taken by the `limits` step, given back when the call ends. */
+  readonly inFlight: Map<string, number>;
   nextInvocationId(): string;
   /** Hold a secret a call's connector read (its tokens) for as long as that call runs. */
   holdForCall(invocationId: string, secret: string): void;
@@ -81,6 +83,7 @@ export function createGateEnv(options: GateEnvOptions): GateEnv {
     derivedKeyWindowMs: options.derivedKeyWindowMs ?? 10 * 60_000,
     decisions: new WeakMap(),
     pendingLate: new Set(),
+    inFlight: new Map(),
     nextInvocationId: () => `${prefix}${(counter++).toString(36)}`,
     holdForCall(invocationId, secret) {
       const lease = redactor.hold(secret);

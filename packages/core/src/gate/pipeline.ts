@@ -13,7 +13,7 @@ import { policy } from "./steps/policy.js";
 import { preview } from "./steps/preview.js";
 import { deriveKey } from "./steps/derive-key.js";
 import { replayCallerKey, replayCompleted } from "./steps/replay-completed.js";
-import { limits } from "./steps/limits.js";
+import { limits, releaseSlots } from "./steps/limits.js";
 import { approve } from "./steps/approve.js";
 import { recordIntent } from "./steps/record-intent.js";
 import { run } from "./steps/run.js";
@@ -46,7 +46,11 @@ export function pipeline<const S extends readonly AnyStep[]>(steps: S & (Connect
 }
 
 /** Run `steps` over `start`; the last step always finishes the call. */
-export async function runSteps<S extends { readonly invocationId: string }>(steps: readonly AnyStep[], start: S, env: GateEnv): Promise<Finished> {
+export async function runSteps<S extends { readonly invocationId: string; readonly slots?: readonly string[] | undefined }>(
+  steps: readonly AnyStep[],
+  start: S,
+  env: GateEnv,
+): Promise<Finished> {
   let current: unknown = start;
   try {
     for (let i = 0; i < steps.length; i++) {
@@ -58,6 +62,7 @@ export async function runSteps<S extends { readonly invocationId: string }>(step
   } finally {
     // The secrets the call's connector read leave the redactor with the call (or after its late body).
     env.endCall(start.invocationId);
+    if (start.slots !== undefined) releaseSlots(env, start.slots); // concurrency slots the limits step took, whatever the result
   }
   throw new Error(`the pipeline ${steps.map((s) => s.name).join(" → ")} ended without a result`);
 }

@@ -4,6 +4,7 @@
  * replayed under its key never reaches this step, so it is not counted twice.
  */
 import type { Checked } from "../call-state.js";
+import type { GateEnv } from "../env.js";
 import type { Step } from "../pipeline.js";
 
 export const limits: Step<Checked, Checked> = {
@@ -12,3 +13,12 @@ export const limits: Step<Checked, Checked> = {
     return c;
   },
 };
+
+/** Give back the concurrency slots a call took (runs once, when the call ends, whatever its result). */
+export function releaseSlots(env: GateEnv, slots: readonly string[]): void {
+  for (const slot of slots) {
+    const n = (env.inFlight.get(slot) ?? 0) - 1;
+    if (n > 0) env.inFlight.set(slot, n);
+    else env.inFlight.delete(slot);
+  }
+}
