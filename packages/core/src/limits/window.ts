@@ -1,0 +1,193 @@
+import { z } from "zod";
+import { hashCanonical } from "../canonical-json.js";
+import { ToolError } from "../errors.js";
+
+/**
+ * A window limit's count, kept in the journal as a sealed record of kind {@link LIMIT_RECORD_KIND}:
+ * a sliding window of `windowMs` as 60 buckets of width `w = ceil(windowMs / 60)`, bucket index
+ * `floor(nowMs / w)`. A count covers the buckets with index `>= b - 60` (61 buckets), so it never
+ * lets more than `max` calls into any real window of `windowMs` (it may refuse up to one bucket
+ * early). Buckets with an index above `b` (another worker's clock ahead of ours) are counted too.
+ */
+
+export const LIMIT_RECORD_KIND = "limit";
+
+/** The buckets a window keeps besides the current one. */
+const SPAN = 60;
+
+export type LimitPer = "principal" | "tenant" | "profile";
+
+export interface WindowRecord {
+  v: 1;
+  profile: string;
+  limit: string;
+  per: LimitPer;
+  tenant?: string;
+  principal?: string;
+  max: number;
+  windowMs: number;
+  /** `[index, count]`, ascending by index, count ≥ 1; buckets older than the window are dropped on write. */
+  buckets: [index: number, count: number][];
+}
+
+/** One call charged to one window limit, in the same journal transaction as the call's intent. */
+export interface LimitCharge {
+  /** {@link limitRecordId} of the fields below. */
+  readonly recordId: string;
+  readonly profile: string;
+  readonly limit: string;
+  readonly per: LimitPer;
+  readonly tenant?: string;
+  readonly principal?: string;
+  readonly max: number;
+  readonly windowMs: number;
+  /** Now, in epoch milliseconds (the gate's clock). */
+  readonly nowMs: number;
+}
+
+/** Bounds a profile's window limit keeps (the profile parser refuses anything outside them). */
+export const WINDOW_MAX = { min: 1, max: 1_000_000 } as const;
+export const WINDOW_MS = { min: 1_000, max: 31_622_400_000 } as const;
+
+const bucketWidth = (windowMs: number): number => Math.ceil(windowMs / SPAN);
+
+/**
+ * The record's buckets in the width of `windowMs`. A record written under another width (a named
+ * limit whose window changed) puts each old bucket's calls at the last instant it covered, so they
+ * are never counted as older than they were.
+ */
+function bucketsFor(rec: WindowRecord, windowMs: number): readonly (readonly [number, number])[] {
+  if (rec.windowMs === windowMs) return rec.buckets;
+  const from = bucketWidth(rec.windowMs);
+  const to = bucketWidth(windowMs);
+  const out: [number, number][] = [];
+  for (const [index, count] of rec.buckets) {
+    const at = Math.floor(((index + 1) * from - 1) / to);
+    const last = out[out.length - 1];
+    if (last && last[0] === at) last[1] += count;
+    else out.push([at, count]);
+  }
+  return out;
+}
+
+/** Calls counted in the window ending at `nowMs`. */
+export function windowCount(rec: WindowRecord | undefined, windowMs: number, nowMs: number): number {
+  if (rec === undefined) return 0;
+  const oldest = Math.floor(nowMs / bucketWidth(windowMs)) - SPAN;
+  let count = 0;
+  for (const [index, n] of bucketsFor(rec, windowMs)) if (index >= oldest) count += n;
+  return count;
+}
+
+/** ms until one more call fits under `max` (0 when it fits now). */
+export function retryAfterMs(rec: WindowRecord | undefined, windowMs: number, max: number, nowMs: number): number {
+  let count = windowCount(rec, windowMs, nowMs);
+  if (count + 1 <= max) return 0;
+  const w = bucketWidth(windowMs);
+  const oldest = Math.floor(nowMs / w) - SPAN;
+  // Buckets leave the window oldest first: bucket i leaves when the current index reaches i + 61.
+  for (const [index, n] of bucketsFor(rec!, windowMs)) {
+    if (index < oldest) continue;
+    count -= n;
+    if (count + 1 <= max) return Math.max(1, (index + SPAN + 1) * w - nowMs);
+  }
+  return Math.max(1, (Math.floor(nowMs / w) + SPAN + 1) * w - nowMs);
+}
+
+/** The record after one more call at `charge.nowMs`: +1 in the current bucket, buckets out of the window dropped, max and window refreshed. */
+export function chargeWindow(rec: WindowRecord | undefined, charge: LimitCharge, nowMs: number): WindowRecord {
+  const current = Math.floor(nowMs / bucketWidth(charge.windowMs));
+  const buckets: [number, number][] = [];
+  let added = false;
+  for (const [index, n] of rec === undefined ? [] : bucketsFor(rec, charge.windowMs)) {
+    if (index < current - SPAN) continue;
+    if (!added && index >= current) {
+      if (index === current) {
+        buckets.push([index, n + 1]);
+        added = true;
+        continue;
+      }
+      buckets.push([current, 1]);
+      added = true;
+    }
+    buckets.push([index, n]);
+  }
+  if (!added) buckets.push([current, 1]);
+  const next: WindowRecord = { v: 1, profile: charge.profile, limit: charge.limit, per: charge.per, max: charge.max, windowMs: charge.windowMs, buckets };
+  const scope = scopeOf(charge.per, charge.tenant, charge.principal);
+  if (scope.tenant !== null) next.tenant = scope.tenant;
+  if (scope.principal !== null) next.principal = scope.principal;
+  return next;
+}
+
+const whole = (min: number, max: number) => z.number().int().min(min).max(max);
+const WindowRecordSchema = z.strictObject({
+  v: z.literal(1),
+  profile: z.string(),
+  limit: z.string(),
+  per: z.enum(["principal", "tenant", "profile"]),
+  tenant: z.string().exactOptional(),
+  principal: z.string().exactOptional(),
+  max: whole(WINDOW_MAX.min, WINDOW_MAX.max),
+  windowMs: whole(WINDOW_MS.min, WINDOW_MS.max),
+  buckets: z
+    .array(z.tuple([whole(0, Number.MAX_SAFE_INTEGER), whole(1, Number.MAX_SAFE_INTEGER)]))
+    .max(4 * (SPAN + 1))
+    .refine((b) => b.every((bucket, i) => i === 0 || b[i - 1]![0] < bucket[0]), "buckets are in ascending order, one per index"),
+});
+
+/** A stored window record, schema-checked; a malformed value throws a plain `Error` (the journal reports it as `journal_failed`). */
+export function decodeWindowRecord(value: unknown): WindowRecord | undefined {
+  if (value === undefined) return undefined;
+  const parsed = WindowRecordSchema.safeParse(value);
+  if (!parsed.success) throw new Error(`a stored limit record does not match its schema: ${z.prettifyError(parsed.error)}`, { cause: parsed.error });
+  return parsed.data as WindowRecord;
+}
+
+/** The scope a limit counts per: principal → tenant and principal; tenant → tenant; profile → neither. */
+function scopeOf(per: LimitPer, tenant: string | undefined, principal: string | undefined): { tenant: string | null; principal: string | null } {
+  return {
+    tenant: per === "profile" ? null : (tenant ?? null),
+    principal: per === "principal" ? (principal ?? null) : null,
+  };
+}
+
+/** The id of a window's record: SHA-256 hex of `canonicalJson([profile, limitId, per, tenant|null, principal|null])` in its scope. */
+export function limitRecordId(profile: string, limitId: string, per: LimitPer, tenant: string | undefined, principal: string | undefined): string {
+  const scope = scopeOf(per, tenant, principal);
+  return hashCanonical([profile, limitId, per, scope.tenant, scope.principal]);
+}
+
+/** "24 h", "1 min", "1.5 min", "3 d": a span of time as a refusal shows it (days only from 2 d up, so a day reads "24 h"). */
+export function durationText(ms: number): string {
+  const units: [number, string][] = [
+    [2 * 86_400_000, "d"],
+    [3_600_000, "h"],
+    [60_000, "min"],
+    [1_000, "s"],
+  ];
+  for (const [min, unit] of units) {
+    if (ms < min) continue;
+    const n = ms / (unit === "d" ? 86_400_000 : min);
+    return `${Math.ceil(n * 10) / 10} ${unit}`;
+  }
+  return `${Math.max(0, Math.ceil(ms))} ms`;
+}
+
+/** What a window refusal names. */
+export interface WindowLimitFacts {
+  readonly limit: string;
+  readonly per: LimitPer;
+  readonly max: number;
+  readonly windowMs: number;
+}
+
+/** The `rate_limited` refusal for a window limit, the same from the gate's step and from the journal. */
+export function windowLimitError(toolId: string, facts: WindowLimitFacts, retryAfter: number): ToolError {
+  const { limit, per, max, windowMs } = facts;
+  return new ToolError(
+    "rate_limited",
+    `${toolId}: the limit "${limit}" allows ${max} calls per ${per} every ${durationText(windowMs)}; the next call fits in ${durationText(retryAfter)}.`,
+    { retryable: true, retryAfterSeconds: Math.ceil(retryAfter / 1000), details: { limit, per, max, windowMs, retryAfterMs: retryAfter } },
+  );
+}
