@@ -1,7 +1,7 @@
 /**
  * @toolgate/core/operator — what an operator runs beside the gate: recovery of interrupted
  * intents, resolving an unknown outcome, verifying the audit chain, the capability inventory and
- * the generated operator docs, and the approval authority's shapes (operators, MCP clients, kill
+ * the generated operator docs, what the profiles' limits have used, and the approval authority's shapes (operators, MCP clients, kill
  * switches; `gate.authority` is one made for the gate's journal).
  */
 export { recoverOutbox, resolveOutboxEntry } from "./recovery.js";
@@ -15,6 +15,8 @@ export { buildInventory } from "./inventory.js";
 export type { Inventory, InventoryEntry, BuildInventoryOptions } from "./inventory.js";
 export { renderOperatorDocs } from "./operator-docs.js";
 export type { OperatorDocPage } from "./operator-docs.js";
+export { readLimitUsage } from "./limits/usage.js";
+export type { LimitUsage, ReadLimitUsageOptions } from "./limits/usage.js";
 export { sovereigntyOf } from "./manifest.js";
 export { withWitness, readWitness, parseWitness, checkPinnedHeads } from "./journal/witness.js";
 export type { PinnedHead, PinnedHeadsVerdict, WitnessCheckpoint, WitnessOptions, WitnessReading, WitnessedJournal } from "./journal/witness.js";
