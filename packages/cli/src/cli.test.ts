@@ -26,6 +26,7 @@ describe("toolgate (the real binary, in a temp project)", () => {
       "docs",
       "inventory",
       "call",
+      "budgets",
       "approvals",
       "operators",
       "kill-switch",

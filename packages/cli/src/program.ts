@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { approvalsApprove, approvalsDeny, approvalsList, approvalsShow } from "./commands/approvals.js";
+import { budgetsCommand } from "./commands/budgets.js";
 import { auditExport, auditHead, auditTail, auditVerify, parseExpectedHead, type AuditVerifyOptions } from "./commands/audit.js";
 import { callCommand } from "./commands/call.js";
 import { consoleCommands } from "./commands/console.js";
@@ -32,7 +33,7 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
   const io = options.io ?? processIo;
   let exitCode: number = EXIT.ok;
   const program = new Command("toolgate")
-    .description("Governed tools for AI agents: docs, inventory, calls, approvals, operators, kill switch, console, audit, outbox.")
+    .description("Governed tools for AI agents: docs, inventory, calls, budgets, approvals, operators, kill switch, console, audit, outbox.")
     .option("-c, --config <file>", "composition file (default: toolgate.config.{ts,mjs,js,json} here)")
     .option("--debug", "print stack traces")
     .addHelpText("after", EXIT_HELP)
@@ -65,6 +66,13 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .option("--profile <name>", "only the tools this profile can reach")
     .option("--json", "print JSON", false)
     .action(withRuntime((rt, opts: { profile?: string; json: boolean }) => inventoryCommand(rt, opts, io)));
+
+  program
+    .command("budgets")
+    .description("what each profile's limits have used: calls counted per limit and principal or tenant, and when the next call fits")
+    .option("--profile <name>", "only this profile's limits")
+    .option("--json", "print JSON", false)
+    .action(withRuntime((rt, opts: { profile?: string; json: boolean }) => budgetsCommand(rt, opts, io)));
 
   program
     .command("call")

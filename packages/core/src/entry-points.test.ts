@@ -264,6 +264,7 @@ const ENTRY_POINTS = {
       "buildInventory",
       "checkPinnedHeads",
       "createAuthority",
+      "durationText",
       "parseWitness",
       "pruneJournal",
       "readLimitUsage",

@@ -17,6 +17,7 @@ export { renderOperatorDocs } from "./operator-docs.js";
 export type { OperatorDocPage } from "./operator-docs.js";
 export { readLimitUsage } from "./limits/usage.js";
 export type { LimitUsage, ReadLimitUsageOptions } from "./limits/usage.js";
+export { durationText } from "./limits/window.js";
 export { sovereigntyOf } from "./manifest.js";
 export { withWitness, readWitness, parseWitness, checkPinnedHeads } from "./journal/witness.js";
 export type { PinnedHead, PinnedHeadsVerdict, WitnessCheckpoint, WitnessOptions, WitnessReading, WitnessedJournal } from "./journal/witness.js";
