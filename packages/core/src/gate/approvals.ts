@@ -6,6 +6,7 @@ import type { Redactor } from "../redactor.js";
 import type { RegisteredTool } from "../registry.js";
 import { checkDecider } from "../authority/create-authority.js";
 import type { Approver, Authority } from "../authority/types.js";
+import type { GateTelemetry } from "../telemetry/gate-telemetry.js";
 
 /** What a human's grant gives the caller; pass it back as `call.approval`. */
 export interface ApprovalGrant {
@@ -49,6 +50,7 @@ export function createApprovalDesk(
   now: () => number,
   authority: Authority,
   tools: ReadonlyMap<string, RegisteredTool>,
+  telemetry?: Pick<GateTelemetry, "approvalDecided">,
 ): ApprovalDesk {
   /** The request, and the approver as it stands now, checked against its role, status and scope. */
   const decider = async (requestId: string, options: { readonly by?: unknown } | undefined) => {
@@ -96,6 +98,7 @@ export function createApprovalDesk(
         redactor.unregister(token);
         return { status: "needs_another", request };
       }
+      telemetry?.approvalDecided(request.toolId, "granted");
       return { status: "granted", grant: Object.freeze({ requestId, token, toolId: request.toolId, expiresAt }) };
     },
     async deny(requestId, options) {
@@ -108,6 +111,7 @@ export function createApprovalDesk(
         reason,
         at: new Date(now()).toISOString(),
       });
+      telemetry?.approvalDecided(request.toolId, "denied");
       return request;
     },
   };

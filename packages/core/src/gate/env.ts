@@ -6,6 +6,7 @@ import type { PolicyDecision } from "../policy.js";
 import type { Profile } from "../profile.js";
 import { createRedactor, type Redactor, type SecretLease } from "../redactor.js";
 import type { RegisteredTool } from "../registry.js";
+import { createGateTelemetry, type GateTelemetry, type TelemetryOptions } from "../telemetry/gate-telemetry.js";
 
 export interface GateEnv {
   readonly tools: ReadonlyMap<string, RegisteredTool>;
@@ -26,6 +27,8 @@ export interface GateEnv {
   readonly pendingLate: Set<Promise<unknown>>;
   /** Calls in flight on this gate per concurrency slot (profile, limit, tool): taken by the `limits` step, given back when the call ends. */
   readonly inFlight: Map<string, number>;
+  /** Spans and metrics, when a provider records; `begin` is undefined otherwise. */
+  readonly telemetry: GateTelemetry;
   nextInvocationId(): string;
   /** Hold a secret a call's connector read (its tokens) for as long as that call runs. */
   holdForCall(invocationId: string, secret: string): void;
@@ -46,6 +49,7 @@ export interface GateEnvOptions {
   readonly approvalRequestTtlMs?: number | undefined;
   readonly maxInputBytes?: number | undefined;
   readonly derivedKeyWindowMs?: number | undefined;
+  readonly telemetry?: TelemetryOptions | undefined;
 }
 
 export function createGateEnv(options: GateEnvOptions): GateEnv {
@@ -84,6 +88,7 @@ export function createGateEnv(options: GateEnvOptions): GateEnv {
     decisions: new WeakMap(),
     pendingLate: new Set(),
     inFlight: new Map(),
+    telemetry: createGateTelemetry(options.telemetry, redactor),
     nextInvocationId: () => `${prefix}${(counter++).toString(36)}`,
     holdForCall(invocationId, secret) {
       const lease = redactor.hold(secret);

@@ -12,6 +12,7 @@ import { startCall } from "./call-state.js";
 import { createGateEnv, type GateEnv } from "./env.js";
 import { INVOKE_STEPS, runSteps } from "./pipeline.js";
 import type { InvokeResult } from "./results.js";
+import type { TelemetryOptions } from "../telemetry/gate-telemetry.js";
 
 export interface CreateGateOptions<TTool extends AnyToolManifest> {
   readonly registry: ToolRegistry<TTool>;
@@ -33,6 +34,12 @@ export interface CreateGateOptions<TTool extends AnyToolManifest> {
    * replayed; after it, a new call. Default 10 minutes.
    */
   readonly derivedKeyWindowMs?: number;
+  /**
+   * OpenTelemetry: a span per call and per step, and metrics. Default: the global providers, looked
+   * up per call; with none registered a call costs nothing more. Principal and tenant are recorded
+   * only with `recordPrincipal: true`.
+   */
+  readonly telemetry?: TelemetryOptions;
 }
 
 /** Per-call facts from the host (never from the model). */
@@ -103,7 +110,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
 
   const gate: Gate<TTool> = {
     invoke: invoke as Gate<TTool>["invoke"],
-    approvals: createApprovalDesk(journal, env.redactor, env.clock, authority, tools),
+    approvals: createApprovalDesk(journal, env.redactor, env.clock, authority, tools, env.telemetry),
     authority,
     redactor: env.redactor,
     registry,

@@ -51,18 +51,22 @@ export async function runSteps<S extends { readonly invocationId: string; readon
   start: S,
   env: GateEnv,
 ): Promise<Finished> {
+  // Undefined unless a tracer or meter provider records: then no clock read, span or attribute object.
+  const traced = env.telemetry.begin(start);
   let current: unknown = start;
   try {
     for (let i = 0; i < steps.length; i++) {
-      let next: unknown = steps[i]!.run(current, env);
+      const step = steps[i]!;
+      let next: unknown = traced === undefined ? step.run(current, env) : traced.step(step, current, env);
       if (next instanceof Promise) next = await next;
-      if (isFinished(next)) return next;
+      if (isFinished(next)) return traced === undefined ? next : traced.finish(next, step.name);
       current = next;
     }
   } finally {
     // The secrets the call's connector read leave the redactor with the call (or after its late body).
     env.endCall(start.invocationId);
     if (start.slots !== undefined) releaseSlots(env, start.slots); // concurrency slots the limits step took, whatever the result
+    traced?.close();
   }
   throw new Error(`the pipeline ${steps.map((s) => s.name).join(" → ")} ended without a result`);
 }

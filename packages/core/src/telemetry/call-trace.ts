@@ -1,0 +1,222 @@
+/**
+ * One call's trace: a root span `toolgate.invoke` (a child of the caller's active context), a child
+ * span `toolgate.<step>` per step that ran, the run step's body inside its span's context, and the
+ * call's metrics. Every value that reaches an attribute passes the redactor first. Nothing here may
+ * fail a call: what a provider throws is swallowed.
+ */
+import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import type { ProgressEvent } from "../context.js";
+import type { CallOptions } from "../gate/gate.js";
+import type { GateEnv } from "../gate/env.js";
+import type { InvokeResult } from "../gate/results.js";
+import type { Redactor } from "../redactor.js";
+import type { RegisteredTool } from "../registry.js";
+import type { Instruments } from "./gate-telemetry.js";
+
+/** What a call's state may carry, read defensively: the host's call options and, once resolved, the tool. */
+export interface TracedStart {
+  readonly invocationId: string;
+  readonly call?: CallOptions | undefined;
+  readonly tool?: RegisteredTool | undefined;
+}
+
+interface TracedStep {
+  readonly name: string;
+  run(call: never, env: GateEnv): unknown;
+}
+
+type Finished = InvokeResult<unknown>;
+
+/** Metrics name a tool the registry knows; a name a model made up is not a metric dimension. */
+const UNKNOWN_TOOL = "(unknown)";
+
+export class CallTrace {
+  readonly #tracer: Tracer | undefined;
+  readonly #instruments: Instruments | undefined;
+  readonly #redactor: Redactor;
+  readonly #recordPrincipal: boolean;
+  readonly #started: number;
+  readonly #root: Span | undefined;
+  readonly #rootContext: Context;
+  /** The latest stage of the call (recovery's first step returns a new object; the live steps write one). */
+  #state: TracedStart;
+  #open = true;
+
+  constructor(tracer: Tracer | undefined, instruments: Instruments | undefined, start: TracedStart, redactor: Redactor, recordPrincipal: boolean) {
+    this.#tracer = tracer;
+    this.#instruments = instruments;
+    this.#redactor = redactor;
+    this.#recordPrincipal = recordPrincipal;
+    this.#state = start;
+    this.#started = performance.now();
+    const parent = context.active();
+    if (tracer === undefined) {
+      this.#rootContext = parent;
+      return;
+    }
+    this.#root = tracer.startSpan(
+      "toolgate.invoke",
+      { kind: SpanKind.INTERNAL, attributes: { "gen_ai.operation.name": "execute_tool", "toolgate.invocation.id": start.invocationId } },
+      parent,
+    );
+    this.#rootContext = trace.setSpan(parent, this.#root);
+  }
+
+  /** Run one step in its span; synchronous steps stay synchronous. */
+  step(step: TracedStep, current: unknown, env: GateEnv): unknown {
+    const at = this.#instruments === undefined ? 0 : performance.now();
+    let span: Span | undefined;
+    try {
+      span = this.#tracer?.startSpan(`toolgate.${step.name}`, { attributes: { "toolgate.step": step.name } }, this.#rootContext);
+    } catch {
+      span = undefined;
+    }
+    let out: unknown;
+    try {
+      out = span !== undefined && step.name === "run" ? this.#runInSpan(step, current, env, span) : step.run(current as never, env);
+    } catch (error) {
+      this.#stepEnded(step.name, span, at, undefined);
+      throw error;
+    }
+    if (!(out instanceof Promise)) {
+      this.#stepEnded(step.name, span, at, out);
+      return out;
+    }
+    return out.then(
+      (value: unknown) => {
+        this.#stepEnded(step.name, span, at, value);
+        return value;
+      },
+      (error: unknown) => {
+        this.#stepEnded(step.name, span, at, undefined);
+        throw error;
+      },
+    );
+  }
+
+  /** The call finished at `stepName`: attributes, events, metrics; the root span ends. Returns `result`. */
+  finish(result: Finished, stepName: string): Finished {
+    this.#open = false;
+    try {
+      const status = result.status;
+      const toolId = this.#metricToolId();
+      const refused = status === "denied" || (status === "error" && result.boundary === "pre_effect_refusal");
+      const root = this.#root;
+      if (root !== undefined) {
+        root.setAttributes(this.#rootAttributes(result));
+        if (refused) root.addEvent("toolgate.refusal", { "toolgate.error.code": result.code, "toolgate.step": stepName });
+        if (status === "approval_required") root.addEvent("toolgate.approval_requested", { "toolgate.approval.request_id": result.requestId });
+        if (status === "error") root.setStatus({ code: SpanStatusCode.ERROR, message: result.code });
+        root.end();
+      }
+      const m = this.#instruments;
+      if (m !== undefined) {
+        m.calls.add(1, { "toolgate.tool.id": toolId, "toolgate.status": status });
+        if (refused) m.refusals.add(1, { "toolgate.tool.id": toolId, "toolgate.error.code": result.code });
+        if (status === "approval_required") m.approvals.add(1, { "toolgate.tool.id": toolId, "toolgate.approval.decision": "requested" });
+        m.invokeDuration.record((performance.now() - this.#started) / 1000, { "toolgate.tool.id": toolId, "toolgate.status": status });
+      }
+    } catch {
+      // a provider's failure is not the call's
+    }
+    return result;
+  }
+
+  /** The steps ended without a result (a step threw): the root span ends as an error. */
+  close(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    try {
+      this.#root?.setStatus({ code: SpanStatusCode.ERROR, message: "the call ended without a result" });
+      this.#root?.end();
+    } catch {
+      // as above
+    }
+  }
+
+  /** The run step (and the body it starts) runs in its span's context; the body's progress becomes span events. */
+  #runInSpan(step: TracedStep, current: unknown, env: GateEnv, span: Span): unknown {
+    const state = current as { call?: unknown };
+    const call = state.call;
+    if (call !== null && typeof call === "object") {
+      const listener = (call as CallOptions).onProgress;
+      // The run step hands its listener each event redacted (and, for untrusted output, marked or withheld).
+      const onProgress = (event: ProgressEvent): void => {
+        try {
+          span.addEvent("toolgate.progress", progressAttributes(event));
+        } catch {
+          // as above
+        }
+        listener?.(event);
+      };
+      try {
+        (state as { call: CallOptions }).call = Object.create(call, { onProgress: { value: onProgress, enumerable: true } }) as CallOptions;
+      } catch {
+        // a frozen stage keeps its own listener
+      }
+    }
+    return context.with(trace.setSpan(this.#rootContext, span), () => step.run(current as never, env));
+  }
+
+  #stepEnded(name: string, span: Span | undefined, at: number, out: unknown): void {
+    if (out !== undefined && out !== null && typeof out === "object" && (out as { status?: unknown }).status === undefined) {
+      this.#state = out as TracedStart;
+    }
+    try {
+      if (span !== undefined) {
+        if (out === undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: "the step threw" });
+        else if ((out as { status?: unknown }).status === "error") span.setStatus({ code: SpanStatusCode.ERROR, message: (out as { code: string }).code });
+        span.end();
+      }
+      this.#instruments?.stepDuration.record((performance.now() - at) / 1000, { "toolgate.step": name, "toolgate.tool.id": this.#metricToolId() });
+    } catch {
+      // as above
+    }
+  }
+
+  #metricToolId(): string {
+    return this.#state.tool?.manifest.id ?? UNKNOWN_TOOL;
+  }
+
+  #rootAttributes(result: Finished): Attributes {
+    const toolId = this.#text(result.toolId);
+    const attributes: Attributes = {
+      "toolgate.tool.id": toolId,
+      "toolgate.invocation.id": result.invocationId,
+      "toolgate.status": result.status,
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": toolId,
+    };
+    const tool = this.#state.tool;
+    if (tool !== undefined) {
+      attributes["toolgate.tool.family"] = tool.family;
+      attributes["toolgate.tool.effect"] = tool.manifest.effect;
+      attributes["toolgate.tool.risk"] = tool.manifest.risk;
+    }
+    if (result.status === "denied" || result.status === "error") {
+      attributes["toolgate.error.code"] = result.code;
+      attributes["toolgate.effect.boundary"] = result.boundary;
+    }
+    if ((result.status === "ok" || result.status === "error") && result.replayed === true) attributes["toolgate.replayed"] = true;
+    const call: Partial<CallOptions> | undefined = typeof this.#state.call === "object" && this.#state.call !== null ? this.#state.call : undefined;
+    const profile: unknown = call?.profile?.name;
+    if (typeof profile === "string") attributes["toolgate.profile"] = this.#text(profile);
+    if (typeof call?.callRef === "string") attributes["gen_ai.tool.call.id"] = this.#text(call.callRef);
+    if (this.#recordPrincipal) {
+      if (typeof call?.principal === "string") attributes["toolgate.principal"] = this.#text(call.principal);
+      if (typeof call?.tenant === "string") attributes["toolgate.tenant"] = this.#text(call.tenant);
+    }
+    return attributes;
+  }
+
+  #text(value: string): string {
+    return this.#redactor.redactText(value);
+  }
+}
+
+function progressAttributes(event: ProgressEvent): Attributes {
+  const attributes: Attributes = { "toolgate.progress.message": String(event?.message ?? "") };
+  if (typeof event?.fraction === "number") attributes["toolgate.progress.fraction"] = event.fraction;
+  if (event?.untrusted === true) attributes["toolgate.progress.untrusted"] = true;
+  return attributes;
+}
