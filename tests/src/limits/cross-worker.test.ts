@@ -13,7 +13,8 @@ import { startGoogleEmulator } from "@toolgate/emulators";
 import { connectPostgresJournal } from "@toolgate/store-postgres";
 import { openSqliteJournal } from "@toolgate/store-sqlite";
 import { describe, expect, it } from "vitest";
-import { DAY_MS, MAIL_SCOPES, OWNER, SEND_BUDGET, SEND_LIMIT_ID, sendInput } from "./fixtures/mail-gate.js";
+import { grantAsOwner } from "@toolgate/core/testing";
+import { AGENT, DAY_MS, MAIL_SCOPES, mailGate, OWNER, SEND_BUDGET, SEND_LIMIT_ID, sendInput } from "./fixtures/mail-gate.js";
 import { expectLimitMessage } from "./fixtures/expect-limit.js";
 import { pgSkipReason, pgUrl, startWorker } from "./fixtures/workers.js";
 import type { Outcome, WorkerOrders, WorkerReport } from "./worker.js";
@@ -52,15 +53,29 @@ async function twoWorkersOn(store: Store): Promise<{ reports: WorkerReport[]; au
     for (const w of workers) w.go();
     const reports = await Promise.all(workers.map((w) => w.report));
 
+    // Exactly the budget went out, and exactly the sends the workers were told succeeded.
+    const oks = reports.flatMap((r) => r.outcomes.filter((o) => o.status === "ok").map((o) => sendInput(r.name, o.n)));
+    expect(oks).toHaveLength(SEND_BUDGET);
+    expect(emulator.gmail.sent.map((m) => m.subject).sort()).toEqual(oks.map((i) => i.subject).sort());
+
+    // A third worker (this process) on the same journal, once the budget is spent: a retry of a
+    // delivered send replays it (nothing sent, nothing charged, not refused), and another
+    // principal's budget is its own.
     const journal = await store.open(auditKey);
+    const gate = await mailGate(journal, google());
+    expect(await gate.invoke("gmail.send_message", oks[0]!, AGENT)).toMatchObject({ status: "ok", replayed: true });
+    const other = { ...AGENT, principal: "agent-8" };
+    const asked = await gate.invoke("gmail.send_message", sendInput("other", 0), other);
+    expect(asked.status).toBe("approval_required");
+    const grant = await grantAsOwner(gate, asked.status === "approval_required" ? asked.requestId : "");
+    expect(await gate.invoke("gmail.send_message", sendInput("other", 0), { ...other, approval: grant })).toMatchObject({ status: "ok", replayed: false });
+    expect(emulator.gmail.sent).toHaveLength(SEND_BUDGET + 1);
+
     const audit = await journal.readAudit();
     expect(verifyAuditChain(audit, { key: auditKey, expectedHead: await journal.head() }).ok).toBe(true);
+    const charged = audit.filter((e) => e.type === "limit.charged");
+    expect(charged.filter((e) => e.principal === "agent-8").map((e) => e.data["count"])).toEqual([1]);
     await journal.close();
-
-    // Exactly the budget went out, and exactly the sends the workers were told succeeded.
-    const oks = reports.flatMap((r) => r.outcomes.filter((o) => o.status === "ok").map((o) => sendInput(r.name, o.n).subject));
-    expect(oks).toHaveLength(SEND_BUDGET);
-    expect(emulator.gmail.sent.map((m) => m.subject).sort()).toEqual([...oks].sort());
 
     // Secrets stay out of what the workers printed and of the journal.
     const { clientSecret } = emulator.client;
@@ -93,7 +108,7 @@ function expectBudgetHeld(reports: readonly WorkerReport[], audit: readonly Audi
   for (const e of refused) expect(e.data).toMatchObject({ code: "rate_limited", profile: "mailer", boundary: "pre_effect_refusal" });
 
   // One charge per send, counted 1..20 on one record: no count was taken twice, none lost.
-  const charged = audit.filter((e) => e.type === "limit.charged");
+  const charged = audit.filter((e) => e.type === "limit.charged" && e.principal === AGENT.principal);
   expect(charged).toHaveLength(SEND_BUDGET);
   expect(charged.map((e) => e.data["count"]).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: SEND_BUDGET }, (_, i) => i + 1));
   expect(new Set(charged.map((e) => e.subject)).size).toBe(1);
@@ -103,8 +118,9 @@ function expectBudgetHeld(reports: readonly WorkerReport[], audit: readonly Audi
     expect(e.data).toMatchObject({ profile: "mailer", limit: SEND_LIMIT_ID, per: "principal", max: SEND_BUDGET, windowMs: DAY_MS });
   }
   // A human was asked only for calls that were under the budget when asked.
-  expect(audit.filter((e) => e.type === "approval.requested")).toHaveLength(outcomes.filter((o) => o.phase === "granted").length);
-  expect(audit.filter((e) => e.type === "approval.consumed")).toHaveLength(SEND_BUDGET);
+  const agents = audit.filter((e) => e.principal === AGENT.principal);
+  expect(agents.filter((e) => e.type === "approval.requested")).toHaveLength(outcomes.filter((o) => o.phase === "granted").length);
+  expect(agents.filter((e) => e.type === "approval.consumed")).toHaveLength(SEND_BUDGET);
 
   const raced = refusals.filter((o) => o.phase === "granted").length;
   console.log(
