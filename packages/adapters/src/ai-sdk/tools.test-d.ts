@@ -1,7 +1,8 @@
-import { generateText, type ToolSet } from "ai";
+import { generateText, type InferToolOutput, type ToolSet } from "ai";
 import type { OkResult } from "@toolgate/core";
 import { describe, expectTypeOf, it } from "vitest";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
+import type { GateProgress } from "../shared/progress.js";
 import { toAiSdkTools } from "./tools.js";
 
 const { gate } = createNotesGate();
@@ -18,7 +19,10 @@ describe("toAiSdkTools types", () => {
     const add = tools["notes.add_note"]!;
     type Execute = NonNullable<typeof add.execute>;
     expectTypeOf<Parameters<Execute>[0]>().toEqualTypeOf<{ id: string; text: string }>();
-    expectTypeOf<Awaited<ReturnType<Execute>>>().toExtend<OkResult<{ id: string; bytes: number }> | AsyncIterable<unknown>>();
+    // The final result is the gate's typed ok result; progress comes before it as preliminary results.
+    type Output = InferToolOutput<typeof add>;
+    expectTypeOf<Extract<Output, { status: "ok" }>>().toEqualTypeOf<OkResult<{ id: string; bytes: number }>>();
+    expectTypeOf<Exclude<Output, { status: "ok" }>>().toEqualTypeOf<GateProgress>();
     const sync = tools["notes.sync_notes"]!;
     // zod defaults stay optional for the caller
     expectTypeOf<Parameters<NonNullable<typeof sync.execute>>[0]>().toEqualTypeOf<{ steps: number; waitForAbort?: boolean | undefined }>();

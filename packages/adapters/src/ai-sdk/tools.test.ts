@@ -2,7 +2,7 @@ import { generateText, type ModelMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
 import type { ApprovalRequestEvent } from "../shared/approval-broker.js";
-import { done, scripted, toolCall, toolResultsSent } from "./fixtures/scripted-model.js";
+import { answered, done, scripted, toolCall, toolResultsSent } from "./fixtures/scripted-model.js";
 import { toAiSdkTools } from "./tools.js";
 
 const base = { principal: "ai-agent", tenant: "tests" };
@@ -81,13 +81,7 @@ describe("toAiSdkTools with generateText and a scripted model", () => {
     const tools = toAiSdkTools(gate, { ...base, profile: profiles.writer }, { approver: alice });
     const { model } = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "hello" }), done);
     const first = await generateText({ model, tools, prompt: "save" });
-    const request = first.content.find((p) => p.type === "tool-approval-request")!;
-    const messages: ModelMessage[] = [
-      { role: "user", content: "save" },
-      ...first.response.messages,
-      { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
-    ];
-    const second = await generateText({ model, tools, messages });
+    const second = await generateText({ model, tools, messages: answered("save", first) });
     expect(store.notes.get("n1")).toBe("hello");
     expect(store.writes).toBe(1);
     // Approved calls run before the first step; their results lead the response messages.

@@ -2,10 +2,14 @@ import { jsonSchema, type ModelMessage, type Tool } from "ai";
 import type { CallOptions, Gate, OkResult, ToolById, ToolIdOf, ToolInput, ToolOutput, AnyToolManifest } from "@toolgate/core";
 import { createApprovalBroker, GateCallError, type FrameworkApprovalOptions } from "../shared/approval-broker.js";
 import { approvalText, refusalText } from "../shared/describe-result.js";
+import { streamProgress, type GateProgress } from "../shared/progress.js";
 import { bareSchema, reachableTools, type ExposeOptions } from "../shared/reachable.js";
 
-/** The AI SDK tool for one gate tool: typed input, the gate's `ok` result as output. */
-export type AiSdkTool<TTool> = Tool<ToolInput<TTool>, OkResult<ToolOutput<TTool>>>;
+/**
+ * The AI SDK tool for one gate tool: typed input; as output, the gate's progress as preliminary
+ * results (`status: "progress"`), then the gate's `ok` result as the final one.
+ */
+export type AiSdkTool<TTool> = Tool<ToolInput<TTool>, OkResult<ToolOutput<TTool>> | GateProgress>;
 
 /**
  * The `tools` record for `generateText` / `streamText`, keyed by tool id. Only the tools the
@@ -40,6 +44,14 @@ export interface AiSdkToolsOptions extends ExposeOptions, FrameworkApprovalOptio
  * (the SDK's abort signal joins it). The model reads the gate's `content` — untrusted output stays
  * fenced — while the app gets the whole `ok` result.
  *
+ * Progress: `execute` is an async iterable. Each progress event the tool reports (redacted by the
+ * gate) is yielded as a preliminary tool result (`{ status: "progress", toolId, message, fraction? }`:
+ * `streamText` streams it with `preliminary: true`, UI messages show it), and the `ok` result is
+ * yielded last: the SDK's final result, the one `generateText`'s `toolResults` and the model get.
+ * The host's own `call.onProgress` is still called. The gate's `toolgate.invoke` span starts inside
+ * the SDK's `ai.toolCall` span, so it joins the SDK's telemetry trace when a context manager is
+ * registered.
+ *
  * Approval uses the SDK's own tool approval: `needsApproval` asks the gate once (the SDK's tool
  * call id becomes the request's `callRef`); when it requires a human, the SDK emits a
  * `tool-approval-request`. When the app answers with an approving `tool-approval-response` — in the
@@ -61,12 +73,20 @@ export function toAiSdkTools<TTool extends AnyToolManifest>(gate: Gate<TTool>, c
       inputSchema: jsonSchema(bareSchema(d.inputSchema) as Parameters<typeof jsonSchema>[0]),
       needsApproval: (input: unknown, { toolCallId, messages }: ExecutionOptions) =>
         broker.needsApproval(d, input, toolCallId, approvedInHistory(messages, toolCallId)),
-      execute: async (input: unknown, { toolCallId, abortSignal, messages }: ExecutionOptions) => {
-        const result = await broker.execute(d.id, input, toolCallId, abortSignal, approvedInHistory(messages, toolCallId));
-        if (result.status === "ok") return result;
+      execute: async function* (input: unknown, { toolCallId, abortSignal, messages }: ExecutionOptions) {
+        const approved = approvedInHistory(messages, toolCallId);
+        const result = yield* streamProgress(d.id, (onProgress) => broker.execute(d.id, input, toolCallId, abortSignal, approved, onProgress));
+        if (result.status === "ok") {
+          yield result;
+          return;
+        }
         throw new GateCallError(result, result.status === "approval_required" ? approvalText(result) : refusalText(result));
       },
-      toModelOutput: ({ output }: { output: OkResult<unknown> }) => ({ type: "text", value: output.content }),
+      // Only the final result reaches the model (the SDK keeps preliminary results from it).
+      toModelOutput: ({ output }: { output: OkResult<unknown> | GateProgress }) => ({
+        type: "text",
+        value: output.status === "ok" ? output.content : output.message,
+      }),
     } as Tool;
   }
   return tools as AiSdkTools<TTool>;

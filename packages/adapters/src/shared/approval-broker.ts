@@ -8,8 +8,10 @@ import {
   type Gate,
   type InvokeResult,
   type Profile,
+  type ProgressEvent,
   type ToolDescriptor,
 } from "@toolgate/core";
+import { bothListeners, MAX_PROGRESS_BUFFERED } from "./progress.js";
 
 /** What a framework's approval UI can show beside its own prompt: the gate's concrete preview. */
 export interface ApprovalRequestEvent {
@@ -37,6 +39,9 @@ export interface FrameworkApprovalOptions {
 }
 
 const MAX_REMEMBERED = 1024;
+type Listener = (event: ProgressEvent) => void;
+/** How the broker calls the gate; `callId` is the framework's id for the call ("" when none). */
+export type GateInvoke = (toolId: string, input: unknown, options: CallOptions, callId: string) => Promise<InvokeResult>;
 /** The gate refuses a longer `callRef`; such a call is simply not findable again (nothing is granted for it). */
 const MAX_CALL_REF = 256;
 
@@ -57,20 +62,30 @@ const MAX_CALL_REF = 256;
  * or several requests under one call id are refused; without an approver the call waits for an
  * operator.
  */
-export function createApprovalBroker(gate: Gate, call: CallOptions, options: FrameworkApprovalOptions) {
+export function createApprovalBroker(
+  gate: Gate,
+  call: CallOptions,
+  options: FrameworkApprovalOptions,
+  invoke: GateInvoke = (toolId, input, callOptions) => gate.invoke(toolId, input, callOptions),
+) {
   // Only the app's approver decides; there is no fallback to anyone (least of all this adapter).
   const approver: Approver | undefined = options.approver;
-  const outcomes = new Map<string, InvokeResult>();
-  const remember = (key: string, outcome: InvokeResult) => {
+  /** What the approval check got for a call, with the progress its run reported (replayed to `execute`). */
+  const outcomes = new Map<string, { readonly result: InvokeResult; readonly progress: readonly ProgressEvent[] }>();
+  const remember = (key: string, outcome: { result: InvokeResult; progress: readonly ProgressEvent[] }) => {
     outcomes.set(key, outcome);
     if (outcomes.size > MAX_REMEMBERED) outcomes.delete(outcomes.keys().next().value as string);
   };
   const mayAsk = (d: ToolDescriptor, profile: Profile) => d.approval !== "never" || (d.untrustedOutput && profile.onInjection === "hold");
-  const withSignal = (signal: AbortSignal | undefined): CallOptions => (signal ? { ...call, signal } : call);
+  /** The host's call, with the framework's signal and progress listener joined to the host's own. */
+  const callWith = (signal: AbortSignal | undefined, onProgress: Listener | undefined): CallOptions => {
+    const listener = bothListeners(call.onProgress, onProgress);
+    return { ...call, ...(signal ? { signal } : {}), ...(listener ? { onProgress: listener } : {}) };
+  };
 
   /** The grant for exactly the request the human was shown, or why there is none. */
-  async function runApproved(toolId: string, input: unknown, callId: string, signal: AbortSignal | undefined): Promise<InvokeResult> {
-    const asked = await gate.invoke(toolId, input, withSignal(signal));
+  async function runApproved(toolId: string, input: unknown, callId: string, through: CallOptions): Promise<InvokeResult> {
+    const asked = await invoke(toolId, input, through, callId);
     // Ran on an operator's grant (by binding), replayed, or refused: nothing for this step to do.
     if (asked.status !== "approval_required") return asked;
     // Held output: the framework's prompt showed the call, never the flagged text, so its approval
@@ -97,7 +112,7 @@ export function createApprovalBroker(gate: Gate, call: CallOptions, options: Fra
     }
     // The two-person rule: this approval counted; the call waits for a second approver.
     if (decision.status !== "granted") return asked;
-    return gate.invoke(toolId, input, { ...withSignal(signal), approval: decision.grant });
+    return invoke(toolId, input, { ...through, approval: decision.grant }, callId);
   }
 
   return {
@@ -109,26 +124,47 @@ export function createApprovalBroker(gate: Gate, call: CallOptions, options: Fra
       if (!mayAsk(descriptor, call.profile)) return false;
       if (approved) return true;
       const callRef = callId.length > 0 && callId.length <= MAX_CALL_REF ? { callRef: callId } : {};
-      const result = await gate.invoke(descriptor.id, input, { ...call, ...callRef });
+      // A call that needs no human runs here: its progress is kept for `execute` to hand on.
+      const progress: ProgressEvent[] = [];
+      const keep = (event: ProgressEvent) => void (progress.length < MAX_PROGRESS_BUFFERED && progress.push(event));
+      const result = await invoke(descriptor.id, input, { ...callWith(undefined, keep), ...callRef }, callId);
       if (result.status === "approval_required") {
         options.onApprovalRequest?.({ toolId: descriptor.id, callId, requestId: result.requestId, reason: result.reason, preview: result.preview });
         return true;
       }
-      remember(`${descriptor.id}\u0000${callId}`, result);
+      remember(`${descriptor.id}\u0000${callId}`, { result, progress });
       return false;
     },
 
     /**
      * The framework's execute: the outcome the approval check already got, the approved call
-     * (`approved`: the framework says a human approved this call id), or a plain call.
+     * (`approved`: the framework says a human approved this call id), or a plain call. `onProgress`
+     * gets the call's progress (the host's own `call.onProgress` still does too).
      */
-    async execute(toolId: string, input: unknown, callId: string, signal: AbortSignal | undefined, approved: boolean): Promise<InvokeResult> {
+    async execute(
+      toolId: string,
+      input: unknown,
+      callId: string,
+      signal: AbortSignal | undefined,
+      approved: boolean,
+      onProgress?: Listener,
+    ): Promise<InvokeResult> {
       const key = `${toolId}\u0000${callId}`;
       const known = callId === "" ? undefined : outcomes.get(key);
       outcomes.delete(key);
-      if (known) return known;
-      if (approved && callId !== "") return runApproved(toolId, input, callId, signal);
-      return gate.invoke(toolId, input, withSignal(signal));
+      if (known) {
+        for (const event of known.progress) {
+          try {
+            onProgress?.(event);
+          } catch {
+            // a listener's failure is not the call's
+          }
+        }
+        return known.result;
+      }
+      const through = callWith(signal, onProgress);
+      if (approved && callId !== "") return runApproved(toolId, input, callId, through);
+      return invoke(toolId, input, through, callId);
     },
   };
 }
