@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { defineProfile } from "@toolgate/core";
 import { loadConfig } from "./config.js";
 
 /** Write `toolgate.config.json` with this text in a fresh directory and load it. */
@@ -23,7 +24,7 @@ describe("toolgate.config.json", () => {
         principal: "agent",
       }),
     );
-    expect(config.profiles).toEqual([{ name: "reader", allow: ["notes:read"], maxRisk: "low", consents: [], egress: [], onInjection: "flag" }]);
+    expect(config.profiles).toEqual([{ name: "reader", allow: ["notes:read"], maxRisk: "low", consents: [], egress: [], onInjection: "flag", limits: [] }]);
     expect(Object.isFrozen(config.profiles[0])).toBe(true);
     expect(config).toMatchObject({
       journal: { memory: true },
@@ -65,6 +66,34 @@ describe("profiles and the console section", () => {
       "profiles.0.twoPersonFrom: twoPersonFrom must be one of low, medium, high, critical",
     );
     await expect(json({}, [profile, profile])).rejects.toThrow('two profiles are named "writer"');
+  });
+
+  it("keeps a profile's limits as defineProfile parses them, and refuses a bad limit by its path", async () => {
+    const sends = { name: "sends", tools: ["notes.save_note"], per: "principal", max: 20, windowMs: 86_400_000 };
+    const limits = [sends, { tools: "*", maxConcurrent: 2 }];
+    const config = await json({}, [{ ...profile, limits }]);
+    expect(config.profiles[0]).toEqual(defineProfile({ ...profile, limits } as never));
+    expect(config.profiles[0]!.limits).toEqual([
+      { kind: "window", id: "sends", tools: ["notes.save_note"], per: "principal", max: 20, windowMs: 86_400_000 },
+      { kind: "concurrent", id: "*/concurrent", tools: "*", maxConcurrent: 2 },
+    ]);
+    expect(Object.isFrozen(config.profiles[0]!.limits)).toBe(true);
+    expect((await json({}, [profile])).profiles[0]!.limits).toEqual([]);
+
+    const refused = async (limit: unknown, message: string) =>
+      expect(json({}, [{ ...profile, limits: [limit] }])).rejects.toThrow(
+        expect.objectContaining({ code: "config_invalid", message: expect.stringContaining(message) }),
+      );
+    await refused({ ...sends, maxx: 3 }, 'profiles.0.limits.0: unknown key "maxx"');
+    await refused({ ...sends, maxConcurrent: 1 }, "not both");
+    await refused({ ...sends, max: 0 }, "profiles.0.limits.0.max");
+    await refused({ ...sends, windowMs: 10 }, "profiles.0.limits.0.windowMs");
+    await refused({ ...sends, per: "worker" }, "profiles.0.limits.0.per");
+    await refused({ ...sends, tools: [] }, "profiles.0.limits.0.tools");
+    await refused({ ...sends, tools: ["notes.*.*"] }, "profiles.0.limits.0.tools");
+    await refused({ tools: "*", per: "tenant", max: 5 }, "windowMs");
+    await expect(json({}, [{ ...profile, limits: [sends, sends] }])).rejects.toThrow('two limits have the id "sends"');
+    await expect(json({}, [{ ...profile, limits: "20 a day" }])).rejects.toThrow("profiles.0.limits");
   });
 
   it("a PostgreSQL journal may name its schema (several journals in one database); a bad name is refused", async () => {

@@ -75,6 +75,7 @@ export function hintFor(code: string, tool?: string): string | undefined {
     approver_forbidden: "toolgate operators list shows each operator's role and scope",
     operator_unknown: "toolgate operators list shows them",
     operator_disabled: "toolgate operators enable NAME (a removed operator is gone: add a new one)",
+    rate_limited: "a profile's limit: toolgate budgets shows what it has used and when the next call fits (a provider's own rate limit: wait, then retry)",
     effect_state_unknown: "toolgate outbox list, then toolgate outbox resolve KEY --applied|--not-applied",
     journal_tampered: "toolgate audit verify names what was changed",
     journal_failed: "check the journal in the composition file (journal:), then run again",

@@ -7,6 +7,7 @@ import { buildInventory, type Inventory } from "@toolgate/core/operator";
 import { h, layout, messagePage, type PageContext } from "./html.js";
 import { approvalRoutes } from "./routes-approvals.js";
 import { auditRoutes } from "./routes-audit.js";
+import { budgetRoutes } from "./routes-budgets.js";
 import { operatorRoutes } from "./routes-operators.js";
 import { opsRoutes } from "./routes-ops.js";
 import {
@@ -162,6 +163,7 @@ export function createConsoleApp(options: ConsoleOptions, binding: ConsoleBindin
   approvalRoutes(app, context);
   auditRoutes(app, context);
   opsRoutes(app, context);
+  budgetRoutes(app, context);
   operatorRoutes(app, context);
   app.notFound((c) => c.html(messagePage("Not found", "No such page."), 404));
   app.onError((error, c) => {

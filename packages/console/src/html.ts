@@ -35,6 +35,7 @@ const NAV = [
   ["/inventory", "Inventory"],
   ["/audit", "Audit"],
   ["/outbox", "Outbox"],
+  ["/budgets", "Budgets"],
   ["/switches", "Kill switch"],
   ["/operators", "Operators"],
 ] as const;

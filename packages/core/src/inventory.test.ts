@@ -36,6 +36,58 @@ describe("buildInventory", () => {
   });
 });
 
+describe("limits in the inventory", () => {
+  const HOUR = 3_600_000;
+  const metered = defineProfile({
+    name: "metered",
+    allow: ["notes:read", "notes:write", "notes:delete", "notes:sync"],
+    maxRisk: "high",
+    limits: [
+      { name: "deletes", tools: ["notes.delete_note"], per: "principal", max: 1, windowMs: 24 * HOUR },
+      { tools: ["notes.*"], per: "tenant", max: 600, windowMs: 60_000 },
+      { tools: "*", maxConcurrent: 2 },
+    ],
+  });
+  // The reader declares a limit on a tool it cannot reach: nothing to bound there, so nothing listed.
+  const limitedReader = defineProfile({
+    name: "limited-reader",
+    allow: ["notes:read"],
+    maxRisk: "low",
+    limits: [{ tools: ["notes.delete_note", "notes.read_note"], per: "profile", max: 5, windowMs: HOUR }],
+  });
+
+  it("lists, for each profile that reaches a tool, the limits whose patterns name it (exact id, family.*, *), and none for a profile that cannot reach it", () => {
+    const inventory = buildInventory(registry, { profiles: [limitedReader, metered, reader] });
+    const del = inventory.tools.find((t) => t.id === "notes.delete_note")!;
+    expect(del.refusedBy.map((r) => r.profile)).toEqual(["limited-reader", "reader"]);
+    expect(del.limits).toEqual([
+      { profile: "metered", limit: "deletes", per: "principal", max: 1, windowMs: 24 * HOUR },
+      { profile: "metered", limit: "notes.*/tenant/60000", per: "tenant", max: 600, windowMs: 60_000 },
+      { profile: "metered", limit: "*/concurrent", maxConcurrent: 2 },
+    ]);
+    const read = inventory.tools.find((t) => t.id === "notes.read_note")!;
+    expect(read.limits.map((l) => `${l.profile}:${l.limit}`)).toEqual([
+      "limited-reader:notes.delete_note,notes.read_note/profile/3600000",
+      "metered:notes.*/tenant/60000",
+      "metered:*/concurrent",
+    ]);
+    expect(buildInventory(registry, { profiles: [reader, admin] }).tools.every((t) => t.limits.length === 0)).toBe(true);
+    expect(buildInventory(registry).tools.every((t) => t.limits.length === 0)).toBe(true);
+  });
+
+  it("shows each tool's limits in the operator docs, per profile, and points the operator at budgets", () => {
+    const page = renderOperatorDocs(buildInventory(registry, { profiles: [metered, reader] }))[0]!.content;
+    const section = page.slice(page.indexOf("## `notes.delete_note`"));
+    expect(section.slice(0, section.indexOf("\n## ", 5))).toContain(
+      "| Limits | `metered`: 1 call per principal every 24 h (`deletes`); `metered`: 600 calls per tenant every 1 min (`notes.*/tenant/60000`); `metered`: 2 in flight per worker (`*/concurrent`) |",
+    );
+    expect(page).toContain("`limit.charged` events and `rate_limited` refusals");
+    const plain = renderOperatorDocs(buildInventory(registry, { profiles: [reader, admin] }))[0]!.content;
+    expect(plain).not.toContain("| Limits |");
+    expect(plain).not.toContain("limit.charged");
+  });
+});
+
 describe("renderOperatorDocs", () => {
   it("renders one deterministic page per family, marked as generated", () => {
     const inventory = buildInventory(registry, { profiles: [reader, admin] });

@@ -1,3 +1,4 @@
+import { limitsFor } from "./limits/match.js";
 import { evaluatePolicy } from "./policy.js";
 import type { Profile } from "./profile.js";
 import { registryInternals, type ToolDescriptor, type ToolRegistry } from "./registry.js";
@@ -17,6 +18,19 @@ export interface InventoryEntry extends ToolDescriptor {
   readonly reachableBy: readonly string[];
   /** Profiles that cannot reach it, and why. */
   readonly refusedBy: readonly { readonly profile: string; readonly reason: string }[];
+  /** The limits that bound its calls, for each profile that reaches it, in the profile's order. */
+  readonly limits: readonly InventoryLimit[];
+}
+
+/** One limit of one profile on a tool: a window (`per`, `max`, `windowMs`) or calls in flight per worker (`maxConcurrent`). */
+export interface InventoryLimit {
+  readonly profile: string;
+  /** The limit's id: its name, or the one derived from its tools, scope and window. */
+  readonly limit: string;
+  readonly per?: "principal" | "tenant" | "profile";
+  readonly max?: number;
+  readonly windowMs?: number;
+  readonly maxConcurrent?: number;
 }
 
 export interface Inventory {
@@ -49,10 +63,20 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
     tools: [...tools.values()].map(({ manifest, descriptor }) => {
       const reachableBy: string[] = [];
       const refusedBy: { profile: string; reason: string }[] = [];
+      const limits: InventoryLimit[] = [];
       for (const profile of profiles) {
         const decision = evaluatePolicy(manifest, profile);
-        if (decision.kind === "allow") reachableBy.push(profile.name);
-        else refusedBy.push({ profile: profile.name, reason: reasonText(decision) });
+        if (decision.kind !== "allow") {
+          refusedBy.push({ profile: profile.name, reason: reasonText(decision) });
+          continue;
+        }
+        reachableBy.push(profile.name);
+        for (const l of limitsFor(profile, manifest.id))
+          limits.push(
+            l.kind === "window"
+              ? { profile: profile.name, limit: l.id, per: l.per, max: l.max, windowMs: l.windowMs }
+              : { profile: profile.name, limit: l.id, maxConcurrent: l.maxConcurrent },
+          );
       }
       return {
         ...descriptor,
@@ -60,6 +84,7 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
         mutates: descriptor.effect === "write" || descriptor.effect === "destructive",
         reachableBy,
         refusedBy,
+        limits,
       };
     }),
   };

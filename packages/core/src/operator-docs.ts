@@ -1,4 +1,5 @@
-import type { Inventory, InventoryEntry } from "./inventory.js";
+import type { Inventory, InventoryEntry, InventoryLimit } from "./inventory.js";
+import { durationText } from "./limits/window.js";
 
 /** One generated Markdown page. */
 export interface OperatorDocPage {
@@ -75,6 +76,7 @@ function toolSection(t: InventoryEntry, withProfiles: boolean): string[] {
       ? [
           `| Reachable by | ${t.reachableBy.map(code).join(", ") || "no profile"} |`,
           ...(t.refusedBy.length > 0 ? [`| Refused for | ${t.refusedBy.map((r) => `${code(r.profile)} (${escapeCell(r.reason)})`).join("; ")} |`] : []),
+          ...(t.limits.length > 0 ? [`| Limits | ${t.limits.map(limitText).join("; ")} |`] : []),
         ]
       : []),
     "",
@@ -101,6 +103,15 @@ function toolSection(t: InventoryEntry, withProfiles: boolean): string[] {
   ];
 }
 
+/** `assistant`: 20 calls per principal every 24 h (`sends`) — or — `assistant`: 2 in flight per worker (`repo.check/concurrent`). */
+function limitText(l: InventoryLimit): string {
+  const what =
+    l.maxConcurrent !== undefined
+      ? `${l.maxConcurrent} in flight per worker`
+      : `${l.max} call${l.max === 1 ? "" : "s"} per ${l.per} every ${durationText(l.windowMs ?? 0)}`;
+  return `${code(l.profile)}: ${what} (${code(escapeCell(l.limit))})`;
+}
+
 function approvalText(t: InventoryEntry): string {
   switch (t.approval) {
     case "never":
@@ -125,6 +136,8 @@ function inspectList(t: InventoryEntry): string[] {
   if (t.connector)
     items.push(`the connection for ${code(t.connector.provider)} grants exactly ${t.connector.scopes.map(code).join(", ")} (or more, knowingly)`);
   if (t.untrustedOutput) items.push("`output.flagged` events: content someone else wrote that reads like instructions");
+  if (t.limits.some((l) => l.windowMs !== undefined))
+    items.push("`limit.charged` events and `rate_limited` refusals: `toolgate budgets` shows what each limit has used and when the next call fits");
   if (t.runtimeIsolation.subprocess !== "none")
     items.push(`commands it runs go through ${code(t.runtimeIsolation.subprocess)}: review the declared commands and their arguments`);
   if (t.runtimeIsolation.filesystem !== "none") items.push(`filesystem reach ${code(t.runtimeIsolation.filesystem)}: confirm the root it is given`);

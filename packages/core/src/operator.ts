@@ -12,7 +12,7 @@ export { verifyJournalRows, pruneJournal } from "./journal/operations.js";
 export type { JournalRowsVerdict, JournalRowProblem, PruneJournalOptions, PruneReport } from "./journal/operations.js";
 export type { RowProblem } from "./journal/sealed-rows.js";
 export { buildInventory } from "./inventory.js";
-export type { Inventory, InventoryEntry, BuildInventoryOptions } from "./inventory.js";
+export type { Inventory, InventoryEntry, InventoryLimit, BuildInventoryOptions } from "./inventory.js";
 export { renderOperatorDocs } from "./operator-docs.js";
 export type { OperatorDocPage } from "./operator-docs.js";
 export { readLimitUsage } from "./limits/usage.js";
