@@ -48,5 +48,7 @@ export type {
   GrantOutcome,
   ApprovalGrantRecord,
   RecordUpdate,
+  ConsumeGrantOptions,
+  LimitCharge,
 } from "./journal/types.js";
 export { RECORD_KIND } from "./journal/types.js";

@@ -16,6 +16,7 @@ import {
   startedEntry,
 } from "./events.js";
 import { checkGrant } from "./grant-check.js";
+import { badCharges, chargeReads, hasCharges, takeCharges, type CallFacts } from "./charges.js";
 import { recordIndex } from "./record-index.js";
 import { isSideEffectful } from "../manifest.js";
 import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
@@ -31,6 +32,7 @@ import {
   type GrantOutcome,
   type Journal,
   type JournalReceipt,
+  type LimitCharge,
   type OutboxEntry,
 } from "./types.js";
 
@@ -108,6 +110,28 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     tx.putRequest(sealRequest(auditKey, request, { seq: head.seq + 1, prevMac: head.mac }));
     return append(tx, { ...event, subject: subjectOf("request", request.id) });
   };
+  const putRecord = (tx: JournalTransaction, kind: string, id: string, value: unknown, event: AuditEventInput): JournalReceipt => {
+    const head = tx.head();
+    tx.putRecord(sealRecord(auditKey, kind, id, value, { seq: head.seq + 1, prevMac: head.mac }));
+    return append(tx, { ...event, subject: subjectOf(kind, id) });
+  };
+  // A record is used only as the version the verified chain last recorded (see record-index.ts).
+  const recordOf = (tx: JournalTransaction, kind: string, id: string): unknown => {
+    const row = tx.getRecord(kind, id);
+    records.check(kind, id, row);
+    return openRecord(auditKey, kind, row)?.value;
+  };
+  // Every way a call is charged to its limits (an intent, a consumed grant, a pure call) goes
+  // through here: read and check all before the first write (a refusal throws), write after.
+  const charging = (tx: JournalTransaction, charges: readonly LimitCharge[] | undefined, call: CallFacts) =>
+    hasCharges(charges) ? takeCharges({ read: recordOf, put: putRecord }, tx, charges, call) : () => null;
+  // The reads a call's charges add, and the chain walk their records' checks need; refused first when malformed.
+  const withCharges = <T>(charges: readonly LimitCharge[] | undefined, walk: boolean, then: (reads: TransactionReads) => Promise<T>): Promise<T> => {
+    if (!hasCharges(charges)) return walk ? caughtUp(() => then({})) : then({});
+    const bad = badCharges(charges);
+    if (bad) return Promise.reject(bad);
+    return caughtUp(() => then({ records: chargeReads(charges) }));
+  };
   const entryOf = (tx: JournalTransaction, key: string) => openEntry(auditKey, tx.getEntry(key));
   // A request is used only as the version the verified chain last recorded (see record-index.ts).
   const checkedRequest = (row: StoredRow): StoredRow => (records.check("request", row.id, row), row);
@@ -132,19 +156,21 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     head: () => read(() => driver.head()),
 
     beginIntent: (intent, opts = {}) =>
-      (opts.grant ? caughtUp : (then: () => Promise<BeginIntentResult>) => then())(() =>
-        write({ entries: [intent.key], ...(opts.grant ? { requests: [opts.grant.requestId] } : {}) }, (tx): BeginIntentResult => {
+      withCharges(opts.charges, opts.grant !== undefined, (charged) =>
+        write({ entries: [intent.key], ...(opts.grant ? { requests: [opts.grant.requestId] } : {}), ...charged }, (tx): BeginIntentResult => {
           const existing = entryOf(tx, intent.key);
           const retake = opts.retake;
           if (existing && !(retake && retake.attempts === existing.attempts && retake.states.includes(existing.state))) {
             return { status: "existing", entry: existing };
           }
+          const charge = charging(tx, opts.charges, intent);
           let grantId: string | undefined;
           if (opts.grant) {
             const outcome = consume(tx, opts.grant);
             if (outcome.status !== "consumed") return { status: "grant_refused", outcome };
             grantId = outcome.request.id;
           }
+          charge();
           const entry = startedEntry(intent, (existing?.attempts ?? 0) + 1, grantId);
           return { status: "started", entry, receipt: putEntry(tx, entry, intentEvent(intent, entry.attempts, grantId)) };
         }),
@@ -238,14 +264,20 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
           return { request: decided, receipt: putRequest(tx, decided, decidedEvent(request, decided, decision)) };
         }),
       ),
-    consumeGrant: (check, event) =>
-      caughtUp(() =>
-        write({ requests: [check.requestId] }, (tx) => {
+    consumeGrant: (check, event, opts = {}) =>
+      withCharges(opts.charges, true, (charged) =>
+        write({ requests: [check.requestId], ...charged }, (tx) => {
+          const charge = charging(tx, opts.charges, event);
           const outcome = consume(tx, check);
-          if (outcome.status === "consumed") append(tx, event);
+          if (outcome.status === "consumed") {
+            charge();
+            append(tx, event);
+          }
           return outcome;
         }),
       ),
+    chargeLimits: (charges, event) =>
+      hasCharges(charges) ? withCharges(charges, true, (charged) => write(charged, (tx) => charging(tx, charges, event)())) : read(async () => null),
 
     getRecord: (kind, id) =>
       read(async () => {
@@ -278,14 +310,9 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
       if (bad) return Promise.reject(bad);
       return read(() => records.catchUp()).then(() =>
         write({ records: [{ kind, id }] }, (tx) => {
-          const row = tx.getRecord(kind, id);
-          records.check(kind, id, row);
-          const current = openRecord(auditKey, kind, row);
-          const { value, event, result } = fn(current?.value);
+          const { value, event, result } = fn(recordOf(tx, kind, id));
           if (JSON.stringify(value) === undefined) throw new ToolError("journal_failed", `the new value of ${kind} record ${id} is not JSON`);
-          const head = tx.head();
-          tx.putRecord(sealRecord(auditKey, kind, id, value, { seq: head.seq + 1, prevMac: head.mac }));
-          return { result, receipt: append(tx, { ...event, subject: subjectOf(kind, id) }) };
+          return { result, receipt: putRecord(tx, kind, id, value, event) };
         }),
       );
     },

@@ -2,6 +2,9 @@ import type { EffectBoundary, ToolErrorCode } from "../errors.js";
 import type { Effect } from "../manifest.js";
 import type { ApprovalPreview } from "../manifest.js";
 import type { InjectionFinding } from "../untrusted.js";
+import type { LimitCharge } from "../limits/window.js";
+
+export type { LimitCharge };
 
 /**
  * The journal: audit chain, outbox and approvals behind one async interface, so the memory,
@@ -25,7 +28,8 @@ export interface Journal {
   // ---- outbox ----
   /**
    * Record the intent of a call before its effect. Atomic with: the idempotency-key lookup, the
-   * single-use grant consumption (when `grant` is given) and the `intent.recorded` audit event.
+   * single-use grant consumption (when `grant` is given), the limit charges (when `charges` are
+   * given) and the `intent.recorded` audit event.
    */
   beginIntent(intent: IntentInput, options?: BeginIntentOptions): Promise<BeginIntentResult>;
   /** Record how the call ended, bound to the intent's hash, with its audit event. */
@@ -50,8 +54,21 @@ export interface Journal {
   listApprovals(options?: { readonly status?: readonly ApprovalStatus[]; readonly limit?: number }): Promise<readonly ApprovalRequest[]>;
   /** Grant or deny a pending, unexpired request. Refuses (`approval_*`) anything else. */
   decideApproval(requestId: string, decision: ApprovalDecision): Promise<{ readonly request: ApprovalRequest; readonly receipt: JournalReceipt }>;
-  /** Consume a grant outside an intent (releasing held output). Same checks as in beginIntent. */
-  consumeGrant(grant: GrantCheck, audit: AuditEventInput): Promise<GrantOutcome>;
+  /**
+   * Consume a grant outside an intent (releasing held output, a call without a key). Same checks
+   * as in beginIntent; `audit` is appended when the grant is consumed, with `options.charges`.
+   */
+  consumeGrant(grant: GrantCheck, audit: AuditEventInput, options?: ConsumeGrantOptions): Promise<GrantOutcome>;
+
+  // ---- limits ----
+  /**
+   * Charge a call that has neither an outbox entry nor a grant to its window limits, the same way
+   * `beginIntent` and `consumeGrant` do (see {@link BeginIntentOptions.charges}). `audit` is the
+   * call's event: its time, invocation, tool, principal and tenant are copied into each
+   * `limit.charged` event; it is not appended itself. Resolves with the last event's receipt, or
+   * null (nothing written) when `charges` is empty.
+   */
+  chargeLimits(charges: readonly LimitCharge[], audit: AuditEventInput): Promise<JournalReceipt | null>;
 
   // ---- sealed records (authority state: operators, credentials, clients, switches) ----
   /**
@@ -170,6 +187,20 @@ export interface BeginIntentOptions {
    * in one of these states (compare-and-set).
    */
   readonly retake?: { readonly attempts: number; readonly states: readonly OutboxState[] };
+  /**
+   * Count the call against these window limits, in the same transaction: every limit record is
+   * read (and held, on a store shared by several writers) and checked before the first write; a
+   * charge that would take its window over `max` rejects the whole call with a `ToolError`
+   * `rate_limited` (details: limit, per, max, windowMs, retryAfterMs) and writes nothing.
+   * Otherwise each record is written with its own `limit.charged` event. Not charged when the key
+   * finds an existing entry, or when the grant is refused.
+   */
+  readonly charges?: readonly LimitCharge[];
+}
+
+export interface ConsumeGrantOptions {
+  /** Charged as in {@link BeginIntentOptions.charges}, only when the grant is consumed. */
+  readonly charges?: readonly LimitCharge[];
 }
 
 export type BeginIntentResult =

@@ -154,10 +154,15 @@ export function withWitness(journal: Journal, options: WitnessOptions): Witnesse
       seen(result.receipt);
       return result;
     },
-    async consumeGrant(grant, audit) {
-      const outcome = await journal.consumeGrant(grant, audit);
+    async consumeGrant(grant, audit, o) {
+      const outcome = await journal.consumeGrant(grant, audit, o);
       if (outcome.status === "consumed") seen(outcome.receipt);
       return outcome;
+    },
+    async chargeLimits(charges, audit) {
+      const receipt = await journal.chargeLimits(charges, audit);
+      if (receipt) seen(receipt);
+      return receipt;
     },
     getRecord: (kind, id) => journal.getRecord(kind, id),
     listRecords: (kind) => journal.listRecords(kind),

@@ -157,7 +157,7 @@ describe("the refusal", () => {
     const e = windowLimitError("gmail.send_message", { limit: "sends", per: "principal", max: 20, windowMs: DAY }, 90_000);
     expect(e.code).toBe("rate_limited");
     expect(e.retryable).toBe(true);
-    expect(e.message).toBe('gmail.send_message: the limit "sends" allows 20 calls per principal every 24 h; the next call fits in 1.5 min.');
+    expect(e.message).toBe('gmail.send_message: the limit "sends" allows 20 calls per principal every 24 h; the next call fits in 90 s.');
     expect(e.details).toEqual({ limit: "sends", per: "principal", max: 20, windowMs: DAY, retryAfterMs: 90_000 });
     expect(e.retryAfterSeconds).toBe(90);
   });
@@ -166,6 +166,11 @@ describe("the refusal", () => {
     [1_000, "1 s"],
     [1_500, "1.5 s"],
     [MIN, "1 min"],
+    [61_000, "61 s"],
+    [150_000, "2.5 min"],
+    [90 * MIN, "90 min"],
+    [36 * 3_600_000, "36 h"],
+    [999, "999 ms"],
     [3_600_000, "1 h"],
     [DAY, "24 h"],
     [2 * DAY, "2 d"],

@@ -158,20 +158,20 @@ export function limitRecordId(profile: string, limitId: string, per: LimitPer, t
   return hashCanonical([profile, limitId, per, scope.tenant, scope.principal]);
 }
 
-/** "24 h", "1 min", "1.5 min", "3 d": a span of time as a refusal shows it (days only from 2 d up, so a day reads "24 h"). */
+/**
+ * "24 h", "1 min", "90 s", "2.5 min", "3 d": a span of time as a refusal shows it. A unit is used
+ * from two of it up, or from one when the span is a whole number of it; days from two days up.
+ */
 export function durationText(ms: number): string {
   const units: [number, string][] = [
-    [2 * 86_400_000, "d"],
+    [86_400_000, "d"],
     [3_600_000, "h"],
     [60_000, "min"],
-    [1_000, "s"],
   ];
-  for (const [min, unit] of units) {
-    if (ms < min) continue;
-    const n = ms / (unit === "d" ? 86_400_000 : min);
-    return `${Math.ceil(n * 10) / 10} ${unit}`;
+  for (const [size, unit] of units) {
+    if (ms >= 2 * size || (unit !== "d" && ms >= size && ms % size === 0)) return `${Math.ceil((ms / size) * 10) / 10} ${unit}`;
   }
-  return `${Math.max(0, Math.ceil(ms))} ms`;
+  return ms >= 1_000 ? `${Math.ceil(ms / 100) / 10} s` : `${Math.max(0, Math.ceil(ms))} ms`;
 }
 
 /** What a window refusal names. */

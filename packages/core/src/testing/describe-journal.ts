@@ -4,10 +4,11 @@ import { ToolError } from "../errors.js";
 import { verifyAuditChain, type AuditKey } from "../journal/audit-chain.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import type { Journal } from "../journal/types.js";
-import { at, checkFor, grantBy, sampleIntent, sampleRequest, withJournalFrom } from "./journal-samples.js";
+import { at, checkFor, grantBy, sampleIntent, sampleRequest, settleFailed, withJournalFrom } from "./journal-samples.js";
 import { itWritesWhatTheMemoryJournalWrites } from "./journal-same-as-memory.js";
 import { itKeepsRecords } from "./describe-records.js";
 import { itDecidesApprovals } from "./describe-approvals.js";
+import { itChargesLimits } from "./describe-limits.js";
 
 export { sampleIntent, sampleRequest };
 
@@ -25,6 +26,7 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
   describe(`journal ${name} (conformance)`, () => {
     itKeepsRecords(withJournal);
     itDecidesApprovals(withJournal);
+    itChargesLimits(withJournal);
 
     it(
       "chains audit events and verifies them",
@@ -103,14 +105,7 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
       withJournal(async ({ journal }) => {
         const intent = sampleIntent("k2");
         await journal.beginIntent(intent);
-        await journal.settleIntent("k2", {
-          state: "failed",
-          boundary: "effect_not_started",
-          intentHash: intent.intentHash,
-          invocationId: intent.invocationId,
-          at: at(1),
-          error: { code: "cancelled", message: "x" },
-        });
+        await settleFailed(journal, intent);
         const wrongState = await journal.beginIntent(sampleIntent("k2"), { retake: { attempts: 1, states: ["unknown"] } });
         expect(wrongState.status).toBe("existing");
         const stale = await journal.beginIntent(sampleIntent("k2"), { retake: { attempts: 0, states: ["failed"] } });

@@ -9,6 +9,7 @@ import { pruneJournal, verifyJournalRows } from "../journal/operations.js";
 import type { Journal } from "../journal/types.js";
 import type { JournalUnderTest } from "./describe-journal.js";
 import { itRefusesTamperedRecords } from "./describe-records.js";
+import { itRefusesTamperedLimits } from "./describe-limits.js";
 import { at, checkFor, sampleIntent, sampleRequest, withJournalFrom } from "./journal-samples.js";
 
 /**
@@ -66,6 +67,7 @@ export function describeJournalTampering(name: string, open: () => Promise<Tampe
 
   describe(`journal ${name}: stored rows carry their own proof`, () => {
     itRefusesTamperedRecords(withJournal);
+    itRefusesTamperedLimits(withJournal);
 
     it(
       "refuses a pending request set to granted with a token hash of the attacker's choosing",

@@ -1,6 +1,6 @@
 /** The records every journal conformance test starts from: intents, approval requests, grant checks. */
 import { hashCanonical, sha256Hex } from "../canonical-json.js";
-import type { ApprovalDecision, ApprovalRequestInput, GrantCheck, IntentInput } from "../journal/types.js";
+import type { ApprovalDecision, ApprovalRequestInput, GrantCheck, IntentInput, Journal, JournalReceipt } from "../journal/types.js";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 export const at = (offsetMs = 0): string => new Date(T0 + offsetMs).toISOString();
@@ -42,6 +42,17 @@ export function sampleRequest(id: string, overrides: Partial<ApprovalRequestInpu
     ...overrides,
   };
 }
+
+/** Settle an intent as failed before its effect started (so it may be retaken). */
+export const settleFailed = (journal: Journal, intent: IntentInput): Promise<JournalReceipt> =>
+  journal.settleIntent(intent.key, {
+    state: "failed",
+    boundary: "effect_not_started",
+    intentHash: intent.intentHash,
+    invocationId: intent.invocationId,
+    at: at(1),
+    error: { code: "cancelled", message: "x" },
+  });
 
 export const checkFor = (request: ApprovalRequestInput, token: string, overrides: Partial<GrantCheck["binding"]> = {}, when = at(1000)): GrantCheck => ({
   requestId: request.id,
