@@ -13,7 +13,7 @@ const shape = { ...profileSchema.unwrap().shape };
 const known = [...new Set([...Object.keys(shape), "twoPersonFrom"])];
 
 /** One profile of a composition file: the core's profile schema, `twoPersonFrom`, and no other key. */
-export const configProfileSchema = z
+export const configProfileSchema: z.ZodType<ConfigProfile, unknown> = z
   .strictObject(
     {
       ...shape,

@@ -28,7 +28,7 @@ export interface LimitUsage {
 /** A profile as usage reads it: its name and its window limits as defined now. */
 interface ProfileLimits {
   readonly name: string;
-  readonly limits?: readonly { readonly kind: string; readonly id: string; readonly max?: number; readonly windowMs?: number }[];
+  readonly limits?: readonly { readonly kind: string; readonly id: string; readonly max?: number | undefined; readonly windowMs?: number | undefined }[];
 }
 
 export interface ReadLimitUsageOptions {
