@@ -18,6 +18,8 @@ export type { OperatorDocPage } from "./operator-docs.js";
 export { readLimitUsage } from "./limits/usage.js";
 export type { LimitUsage, ReadLimitUsageOptions } from "./limits/usage.js";
 export { durationText } from "./limits/window.js";
+export { limitsFor } from "./limits/match.js";
+export type { ProfileLimit, LimitDefinition } from "./profile.js";
 export { sovereigntyOf } from "./manifest.js";
 export { withWitness, readWitness, parseWitness, checkPinnedHeads } from "./journal/witness.js";
 export type { PinnedHead, PinnedHeadsVerdict, WitnessCheckpoint, WitnessOptions, WitnessReading, WitnessedJournal } from "./journal/witness.js";

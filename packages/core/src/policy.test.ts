@@ -52,7 +52,7 @@ describe("defineProfile", () => {
 
   it("returns a frozen profile with defaults filled in and repeated tokens dropped", () => {
     const profile = defineProfile({ name: "p", allow: ["repo:read", "repo:read"], maxRisk: "low" });
-    expect(profile).toEqual({ name: "p", allow: ["repo:read"], maxRisk: "low", consents: [], egress: [], onInjection: "flag" });
-    for (const part of [profile, profile.allow, profile.consents, profile.egress]) expect(Object.isFrozen(part)).toBe(true);
+    expect(profile).toEqual({ name: "p", allow: ["repo:read"], maxRisk: "low", consents: [], egress: [], onInjection: "flag", limits: [] });
+    for (const part of [profile, profile.allow, profile.consents, profile.egress, profile.limits]) expect(Object.isFrozen(part)).toBe(true);
   });
 });

@@ -1,6 +1,6 @@
 import { expectTypeOf, it } from "vitest";
 import type { DataClass, RiskLevel } from "./manifest.js";
-import { defineProfile, type InjectionPolicy, type Profile } from "./profile.js";
+import { defineProfile, type InjectionPolicy, type Profile, type ProfileLimit } from "./profile.js";
 
 it("infers the profile's types from its schema, with the tokens as literals", () => {
   const profile = defineProfile({ name: "p", allow: ["repo:read", "repo:write"], maxRisk: "low" });
@@ -16,4 +16,22 @@ it("infers the profile's types from its schema, with the tokens as literals", ()
   defineProfile({ name: "p", allow: [], maxRisk: "low", egress: ["everything"] });
   // @ts-expect-error maxRisk is required
   defineProfile({ name: "p", allow: [] });
+});
+
+it("types a profile's limits: a window or a concurrency limit, as defined and as parsed", () => {
+  const profile = defineProfile({
+    name: "p",
+    allow: [],
+    maxRisk: "low",
+    limits: [
+      { tools: ["gmail.send_message"], per: "principal", max: 20, windowMs: 86_400_000 },
+      { name: "checks", tools: "*", maxConcurrent: 2 },
+    ],
+  });
+  expectTypeOf(profile.limits).toEqualTypeOf<readonly ProfileLimit[]>();
+  defineProfile({ ...profile, name: "q" });
+  // @ts-expect-error per must be one of principal, tenant, profile
+  defineProfile({ name: "p", allow: [], maxRisk: "low", limits: [{ tools: "*", per: "user", max: 1, windowMs: 1000 }] });
+  // @ts-expect-error a window limit needs windowMs
+  defineProfile({ name: "p", allow: [], maxRisk: "low", limits: [{ tools: "*", per: "tenant", max: 1 }] });
 });

@@ -28,6 +28,7 @@ const RECOVERY_PROFILE = Object.freeze({
   consents: Object.freeze([]),
   egress: Object.freeze([]),
   onInjection: "flag",
+  limits: Object.freeze([]),
 }) as Profile;
 
 /**
