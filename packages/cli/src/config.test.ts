@@ -92,7 +92,7 @@ describe("profiles and the console section", () => {
     await refused({ ...sends, tools: [] }, "profiles.0.limits.0.tools");
     await refused({ ...sends, tools: ["notes.*.*"] }, "profiles.0.limits.0.tools");
     await refused({ tools: "*", per: "tenant", max: 5 }, "windowMs");
-    await expect(json({}, [{ ...profile, limits: [sends, sends] }])).rejects.toThrow('two limits have the id "sends"');
+    await expect(json({}, [{ ...profile, limits: [sends, sends] }])).rejects.toThrow(/profiles\.0\.limits\.1: .*"sends"/);
     await expect(json({}, [{ ...profile, limits: "20 a day" }])).rejects.toThrow("profiles.0.limits");
   });
 
