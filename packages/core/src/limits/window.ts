@@ -1,4 +1,3 @@
-import { z } from "zod";
 import { hashCanonical } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 
@@ -120,28 +119,40 @@ export function chargeWindow(rec: WindowRecord | undefined, charge: LimitCharge,
   return next;
 }
 
-const whole = (min: number, max: number) => z.number().int().min(min).max(max);
-const WindowRecordSchema = z.strictObject({
-  v: z.literal(1),
-  profile: z.string(),
-  limit: z.string(),
-  per: z.enum(["principal", "tenant", "profile"]),
-  tenant: z.string().exactOptional(),
-  principal: z.string().exactOptional(),
-  max: whole(WINDOW_MAX.min, WINDOW_MAX.max),
-  windowMs: whole(WINDOW_MS.min, WINDOW_MS.max),
-  buckets: z
-    .array(z.tuple([whole(0, Number.MAX_SAFE_INTEGER), whole(1, Number.MAX_SAFE_INTEGER)]))
-    .max(4 * (SPAN + 1))
-    .refine((b) => b.every((bucket, i) => i === 0 || b[i - 1]![0] < bucket[0]), "buckets are in ascending order, one per index"),
-});
+const KEYS = new Set(["v", "profile", "limit", "per", "tenant", "principal", "max", "windowMs", "buckets"]);
+const MAX_BUCKETS = 4 * (SPAN + 1);
+const whole = (n: unknown, min: number, max: number): n is number => typeof n === "number" && Number.isInteger(n) && n >= min && n <= max;
+
+/** What is wrong with a stored window record (undefined when nothing is). Checked by hand: it runs on every charged call. */
+function windowRecordProblem(value: unknown): string | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "it is not an object";
+  const r = value as Record<string, unknown>;
+  for (const key of Object.keys(r)) if (!KEYS.has(key)) return `unknown key ${JSON.stringify(key.slice(0, 40))}`;
+  if (r["v"] !== 1) return "v is not 1";
+  if (typeof r["profile"] !== "string" || typeof r["limit"] !== "string") return "profile and limit are not text";
+  if (r["per"] !== "principal" && r["per"] !== "tenant" && r["per"] !== "profile") return "per is not principal, tenant or profile";
+  for (const key of ["tenant", "principal"]) if (key in r && typeof r[key] !== "string") return `${key} is not text`;
+  if (!whole(r["max"], WINDOW_MAX.min, WINDOW_MAX.max)) return "max is out of range";
+  if (!whole(r["windowMs"], WINDOW_MS.min, WINDOW_MS.max)) return "windowMs is out of range";
+  const buckets = r["buckets"];
+  if (!Array.isArray(buckets) || buckets.length > MAX_BUCKETS) return `buckets is not a list of at most ${MAX_BUCKETS}`;
+  let last = -1;
+  for (const bucket of buckets as unknown[]) {
+    if (!Array.isArray(bucket) || bucket.length !== 2) return "a bucket is not [index, count]";
+    const [index, count] = bucket as unknown[];
+    if (!whole(index, 0, Number.MAX_SAFE_INTEGER) || !whole(count, 1, Number.MAX_SAFE_INTEGER)) return "a bucket's index or count is out of range";
+    if (index <= last) return "buckets are not in ascending order, one per index";
+    last = index;
+  }
+  return undefined;
+}
 
 /** A stored window record, schema-checked; a malformed value throws a plain `Error` (the journal reports it as `journal_failed`). */
 export function decodeWindowRecord(value: unknown): WindowRecord | undefined {
   if (value === undefined) return undefined;
-  const parsed = WindowRecordSchema.safeParse(value);
-  if (!parsed.success) throw new Error(`a stored limit record does not match its schema: ${z.prettifyError(parsed.error)}`, { cause: parsed.error });
-  return parsed.data as WindowRecord;
+  const problem = windowRecordProblem(value);
+  if (problem !== undefined) throw new Error(`a stored limit record does not match its schema: ${problem}`);
+  return value as WindowRecord;
 }
 
 /** The scope a limit counts per: principal → tenant and principal; tenant → tenant; profile → neither. */
