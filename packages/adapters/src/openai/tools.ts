@@ -2,7 +2,9 @@ import { tool, type FunctionTool } from "@openai/agents";
 import { ToolError, type AnyToolManifest, type CallOptions, type Gate, type InvokeResult, type ToolById, type ToolIdOf, type ToolInput } from "@toolgate/core";
 import { createApprovalBroker, type FrameworkApprovalOptions } from "../shared/approval-broker.js";
 import { approvalText, refusalText } from "../shared/describe-result.js";
+import type { GateProgress } from "../shared/progress.js";
 import { bareSchema, reachableTools, type ExposeOptions } from "../shared/reachable.js";
+import { progressRecorder, tracedInvoke, type GateCallReport } from "./trace.js";
 
 /** `gmail.send_message` → `gmail__send_message`: function names may not contain dots. */
 export type OpenAIName<TId extends string> = TId extends `${infer Head}.${infer Rest}` ? `${Head}__${OpenAIName<Rest>}` : TId;
@@ -18,7 +20,21 @@ export interface OpenAIFunctionDefinition {
   readonly function: { readonly name: string; readonly description: string; readonly parameters: Record<string, unknown>; readonly strict: false };
 }
 
-export interface OpenAIToolsOptions extends ExposeOptions, FrameworkApprovalOptions {}
+/** A gate call's progress event, with the Agents SDK's id for the tool call. */
+export interface OpenAIToolProgress extends GateProgress {
+  readonly callId: string;
+}
+
+export interface OpenAIToolsOptions extends ExposeOptions, FrameworkApprovalOptions {
+  /**
+   * Each progress event of a call made through `tools`, as it comes, with the SDK's call id (for a
+   * UI while the run goes on). The same events reach the run on the call's `tool_output` item.
+   */
+  readonly onProgress?: (event: OpenAIToolProgress) => void;
+}
+
+/** Reports kept for the SDK to read onto each call's `tool_output` item. */
+const MAX_REPORTS = 1024;
 
 /** The gate's tools for the OpenAI Agents SDK and for plain function calling. */
 export interface OpenAITools<TTool extends AnyToolManifest> {
@@ -54,10 +70,18 @@ export interface OpenAITools<TTool extends AnyToolManifest> {
  * `options.approver`, and only while the call's input is still the one it was made for. Without an
  * approver nothing is granted and the model is told the call waits for an operator.
  * `state.reject(item)` leaves the request to expire; nothing runs.
+ *
+ * Tracing and progress: each gate call is a custom span `toolgate.invoke` in the Agents SDK's trace
+ * (see `tracedInvoke`). A call's progress reaches the run on its `tool_output` item, as
+ * `item.customData.toolgate` (`GateCallReport`: status, code, the progress events), which the run's
+ * stream exposes as the `tool_output` run item event and `result.newItems` keeps; the model never
+ * sees it. `options.onProgress` gets each event as it comes; the host's `call.onProgress` still does.
  */
 export function toOpenAITools<TTool extends AnyToolManifest>(gate: Gate<TTool>, call: CallOptions, options: OpenAIToolsOptions = {}): OpenAITools<TTool> {
   const g = gate as unknown as Gate;
-  const broker = createApprovalBroker(g, call, options);
+  const invokeTraced = tracedInvoke(g);
+  const broker = createApprovalBroker(g, call, options, invokeTraced);
+  const reports = new Map<string, GateCallReport>();
   const byName = new Map<string, string>();
   const nameOf = (id: string) => id.replaceAll(".", "__");
   const descriptors = reachableTools(gate, call.profile, options);
@@ -82,8 +106,19 @@ export function toOpenAITools<TTool extends AnyToolManifest>(gate: Gate<TTool>, 
           const callId = details?.toolCall?.callId ?? "";
           // Approved in the run state: the app's `state.approve(item)`, or state resumed from elsewhere; the gate's records decide.
           const approved = callId !== "" && context?.isToolApproved({ toolName: nameOf(d.id), callId }) === true;
-          const result = await broker.execute(d.id, input, callId, details?.signal, approved);
+          const recorder = progressRecorder(d.id, (progress) => options.onProgress?.({ ...progress, callId }));
+          const result = await broker.execute(d.id, input, callId, details?.signal, approved, recorder.listener);
+          if (callId !== "") {
+            reports.set(callId, recorder.report(result));
+            if (reports.size > MAX_REPORTS) reports.delete(reports.keys().next().value as string);
+          }
           return modelText(result);
+        },
+        // Read by the SDK right after `execute`, onto the call's tool_output item.
+        customDataExtractor: ({ toolCall }) => {
+          const report = reports.get(toolCall.callId);
+          reports.delete(toolCall.callId);
+          return report === undefined ? undefined : { toolgate: report };
         },
       }) as FunctionTool,
   );
@@ -110,7 +145,7 @@ export function toOpenAITools<TTool extends AnyToolManifest>(gate: Gate<TTool>, 
         return refuse(id, "invalid_input", "the arguments are not valid JSON");
       }
     }
-    return g.invoke(id, input, { ...call, ...(opts.signal ? { signal: opts.signal } : {}) });
+    return invokeTraced(id, input, { ...call, ...(opts.signal ? { signal: opts.signal } : {}) }, "");
   };
 
   return {
