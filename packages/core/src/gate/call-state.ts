@@ -4,7 +4,7 @@
  * value an earlier step has not established.
  */
 import type { ApprovalPreview, AnyToolManifest } from "../manifest.js";
-import type { GrantCheck, IntentInput, OutboxEntry, OutboxState } from "../journal/types.js";
+import type { GrantCheck, IntentInput, LimitCharge, OutboxEntry, OutboxState } from "../journal/types.js";
 import type { RegisteredTool } from "../registry.js";
 import type { InjectionFinding } from "../untrusted.js";
 import type { CallOptions } from "./gate.js";
@@ -73,6 +73,8 @@ export interface Checked extends Keyed {
   readonly existing: OutboxEntry | undefined;
   /** For a completed or pending entry, judged already: the states a retake may start from. */
   readonly retakeFrom: readonly OutboxState[] | undefined;
+  /** The window limits this call counts against, charged by the journal when the call commits to run (record-intent). */
+  readonly charges: readonly LimitCharge[] | undefined;
 }
 
 /** The grant checked (not yet consumed), when the call needed one. */
@@ -139,6 +141,7 @@ export function startCall(invocationId: string, requestedId: string, input: unkn
     existing: undefined,
     retakeFrom: undefined,
     slots: undefined,
+    charges: undefined,
     grant: undefined,
     intent: undefined,
     plan: undefined,

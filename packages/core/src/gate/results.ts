@@ -57,6 +57,8 @@ export interface DeniedResult extends ResultBase {
   readonly message: string;
   readonly details?: Readonly<Record<string, unknown>>;
   readonly boundary: EffectBoundary;
+  /** For `rate_limited` from a profile's limit: milliseconds until one more call fits (also in `details`). */
+  readonly retryAfterMs?: number;
 }
 
 /** The call failed; `boundary` says whether its effect may have happened. */

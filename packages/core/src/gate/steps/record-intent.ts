@@ -2,18 +2,21 @@
  * Step 9: the intent is journaled before the effect, atomically with the key lookup and the
  * grant's consumption; the body runs only after the journal returns. An earlier failed or unknown
  * attempt is judged here (retaken, replayed as an error, or refused). A call without an outbox
- * entry (pure, no key) only consumes its grant.
+ * entry (pure, no key) only consumes its grant. The call's window limits are charged in the same
+ * transaction (or alone, for a pure call without key or grant): a call is counted once, when it
+ * commits to run, and a worker that took a window's last slot first makes this call `rate_limited`.
  */
 import { hashCanonical } from "../../canonical-json.js";
 import { ToolError } from "../../errors.js";
-import type { GrantCheck, IntentInput, OutboxState } from "../../journal/types.js";
+import type { GrantCheck, IntentInput, LimitCharge, OutboxState } from "../../journal/types.js";
 import type { Approved, Runnable, Writable } from "../call-state.js";
 import type { InvokeResult } from "../results.js";
 import type { GateEnv } from "../env.js";
 import { judgeExisting } from "../existing-entry.js";
 import { grantRefusal, grantSpent } from "../grants.js";
-import { refuse, targetOf } from "../outcomes.js";
+import { identity, refuse, targetOf } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
+import { refuseLimited } from "./limits.js";
 
 type Intended = Approved & Runnable;
 
@@ -24,25 +27,46 @@ export const recordIntent: Step<Approved, Intended> = {
     next.plan = c.approval?.plan;
     if (c.usesOutbox) return beginIntent(next, env);
     if (c.grant) return consumeGrantAlone(next, c.grant, env);
-    return next; // a pure call without a key: nothing to record before it runs
+    if (c.charges) return chargeAlone(next, c.charges, env);
+    return next; // a pure call without a key or limits: nothing to record before it runs
   },
 };
+
+/** The journal refused the charge (another worker took the window's last slot), or could not record it. */
+function notRecorded(env: GateEnv, c: Intended, cause: unknown, message: string): Promise<InvokeResult<unknown>> {
+  if (ToolError.is(cause, "rate_limited")) return refuseLimited(env, c, cause);
+  return refuse(env, c, "error", new ToolError("journal_failed", message, { cause }));
+}
+
+/** A pure call without a key or grant, under window limits: only its charges are recorded. */
+async function chargeAlone(c: Intended, charges: readonly LimitCharge[], env: GateEnv): Promise<Intended | InvokeResult<unknown>> {
+  try {
+    await env.journal.chargeLimits(charges, { type: "limit.charged", at: env.iso(), data: {}, ...identity(c) });
+  } catch (cause) {
+    return notRecorded(env, c, cause, "the call's count against its limits could not be recorded, so the call was not run");
+  }
+  return c;
+}
 
 /** A call without an outbox entry that needed a human: the grant is consumed on its own. */
 async function consumeGrantAlone(c: Intended, grant: GrantCheck, env: GateEnv): Promise<Intended | InvokeResult<unknown>> {
   let outcome;
   try {
-    outcome = await env.journal.consumeGrant(grant, {
-      type: "approval.used",
-      at: env.iso(),
-      invocationId: c.invocationId,
-      toolId: c.manifest.id,
-      principal: c.call.principal,
-      tenant: c.call.tenant,
-      data: { requestId: grant.requestId },
-    });
+    outcome = await env.journal.consumeGrant(
+      grant,
+      {
+        type: "approval.used",
+        at: env.iso(),
+        invocationId: c.invocationId,
+        toolId: c.manifest.id,
+        principal: c.call.principal,
+        tenant: c.call.tenant,
+        data: { requestId: grant.requestId },
+      },
+      c.charges ? { charges: c.charges } : undefined,
+    );
   } catch (cause) {
-    return refuse(env, c, "error", new ToolError("journal_failed", "the grant could not be recorded as used, so the call was not run", { cause }));
+    return notRecorded(env, c, cause, "the grant could not be recorded as used, so the call was not run");
   }
   if (outcome.status !== "consumed") return refuse(env, c, "denied", grantRefusal(outcome, grant.requestId));
   grantSpent(env, c);
@@ -59,9 +83,13 @@ async function beginIntent(c: Writable<Intended>, env: GateEnv): Promise<Intende
   }
   let begun;
   try {
-    begun = await env.journal.beginIntent(intent, { ...(c.grant ? { grant: c.grant } : {}), ...(retake ? { retake } : {}) });
+    begun = await env.journal.beginIntent(intent, {
+      ...(c.grant ? { grant: c.grant } : {}),
+      ...(retake ? { retake } : {}),
+      ...(c.charges ? { charges: c.charges } : {}),
+    });
   } catch (cause) {
-    return refuse(env, c, "error", new ToolError("journal_failed", "the intent could not be recorded, so the call was not run", { cause }));
+    return notRecorded(env, c, cause, "the intent could not be recorded, so the call was not run");
   }
   if (begun.status === "grant_refused") return refuse(env, c, "denied", grantRefusal(begun.outcome, c.grant?.requestId ?? ""));
   if (begun.status === "existing") {
