@@ -224,6 +224,20 @@ export function itChargesLimits(withJournal: WithJournal<JournalUnderTest>): voi
         const audit = await journal.readAudit();
         expect(audit.filter((r) => r.type === "limit.charged").map((r) => r.data["count"])).toEqual([1, 2, 3, 4, 5]);
         expect(verifyAuditChain(audit, { key: auditKey }).ok).toBe(true);
+
+        // Two limits per call, three principals sharing a tenant's window: a call refused by its
+        // principal's window takes no slot of the tenant's, so exactly the tenant's max pass.
+        const tenant = sampleCharge({ limit: "tenant-wide", per: "tenant", max: 12 });
+        const mine = (i: number) => sampleCharge({ limit: "per-agent", max: 5, principal: `agent-${i % 3}` });
+        const wave = await Promise.allSettled(
+          Array.from({ length: 30 }, (_, i) => (i % 2 ? journal : other).chargeLimits([tenant, mine(i)], callEvent(`wave${i}`))),
+        );
+        expect(wave.filter((o) => o.status === "fulfilled")).toHaveLength(12);
+        expect(wave.filter((o) => o.status === "rejected").every((o) => rateLimited(o.reason))).toBe(true);
+        expect(await counted(journal, tenant)).toBe(12);
+        const perAgent = await Promise.all([0, 1, 2].map((i) => counted(other, mine(i))));
+        expect(perAgent.every((n) => n <= 5)).toBe(true);
+        expect(perAgent.reduce((a, b) => a + b, 0)).toBe(12);
       } finally {
         if (other !== journal) await other.close();
       }
