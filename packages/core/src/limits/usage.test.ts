@@ -56,6 +56,17 @@ describe("readLimitUsage", () => {
       result: 0,
     }));
     await expect(readLimitUsage(garbled, { nowMs: T0 })).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    // Filed under its own id, but not the shape the journal writes (a count of zero, a key of its own).
+    for (const bad of [{ buckets: [[1, 0]] }, { note: "extra" }, { max: 0 }]) {
+      const odd = createMemoryJournal();
+      const c = charge({}, T0);
+      await odd.updateRecord(LIMIT_RECORD_KIND, c.recordId, () => ({
+        value: { ...chargeWindow(undefined, c, T0), ...bad },
+        event: { type: "x", at: "t", data: {} },
+        result: 0,
+      }));
+      await expect(readLimitUsage(odd, { nowMs: T0 })).rejects.toSatisfy((e) => ToolError.is(e, "journal_failed"));
+    }
 
     // Ana's count written under Bo's record id: it would show Bo's budget spent (or hide Ana's).
     const misfiled = createMemoryJournal();
