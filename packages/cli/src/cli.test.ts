@@ -54,6 +54,13 @@ describe("toolgate (the real binary, in a temp project)", () => {
     expect(all.stdout).toContain("notes.save_note");
     const reader = JSON.parse(toolgate("inventory", "--profile", "reader", "--json").stdout) as { tools: { id: string }[] };
     expect(reader.tools.map((t) => t.id)).toEqual(["notes.count_words"]);
+    // The metered profile's limits on each tool it reaches: its window limit and the per-worker one.
+    expect(all.stdout).toMatch(/notes\.count_words .*metered: 2\/principal\/1 min; metered: 1 in flight$/m);
+    const metered = JSON.parse(toolgate("inventory", "--profile", "metered", "--json").stdout) as { tools: { id: string; limits: unknown[] }[] };
+    expect(metered.tools.find((t) => t.id === "notes.count_words")!.limits).toEqual([
+      { profile: "metered", limit: "counts", per: "principal", max: 2, windowMs: 60_000 },
+      { profile: "metered", limit: "notes.*/concurrent", maxConcurrent: 1 },
+    ]);
   });
 
   it("docs writes pages; --check passes, then fails on drift and on a stale page", () => {

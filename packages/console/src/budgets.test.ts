@@ -86,6 +86,14 @@ describe("budgets page", () => {
     expect(later.map((r) => r[0])).toEqual(["metered / desk.*/tenant/3600000"]);
   });
 
+  it("a limit record the journal cannot vouch for is a plain error page (500), never a crash or a guess", async () => {
+    const d = await desk();
+    await d.journal.updateRecord("limit", "f".repeat(64), () => ({ value: { v: 1, profile: "metered" }, event: { type: "x", at: "t", data: {} }, result: 0 }));
+    const response = await (await signedIn(d, "vera", "viewer")).get("/budgets");
+    expect(response.status).toBe(500);
+    expect(await response.text()).toContain("(journal_failed)");
+  });
+
   it("shows a principal as escaped text with its hidden characters marked", async () => {
     const d = await desk();
     const hostile = '<img src=x onerror="alert(1)">\u202Eevil';

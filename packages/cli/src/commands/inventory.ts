@@ -1,4 +1,4 @@
-import { buildInventory } from "@toolgate/core/operator";
+import { buildInventory, durationText } from "@toolgate/core/operator";
 import { EXIT, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
@@ -12,7 +12,7 @@ export async function inventoryCommand(runtime: Runtime, options: { profile?: st
   }
   io.out(
     table(
-      ["tool", "kind", "action", "effect", "risk", "approval", "tokens", "sovereignty", "scopes", "profiles"],
+      ["tool", "kind", "action", "effect", "risk", "approval", "tokens", "sovereignty", "scopes", "profiles", "limits"],
       tools.map((t) => [
         t.id,
         t.kind,
@@ -24,6 +24,9 @@ export async function inventoryCommand(runtime: Runtime, options: { profile?: st
         t.sovereignty,
         t.connector ? t.connector.scopes.join(" ") : "-",
         t.reachableBy.join(" ") || "-",
+        t.limits
+          .map((l) => `${l.profile}: ${l.maxConcurrent !== undefined ? `${l.maxConcurrent} in flight` : `${l.max}/${l.per}/${durationText(l.windowMs ?? 0)}`}`)
+          .join("; ") || "-",
       ]),
     ),
   );
