@@ -58,6 +58,23 @@ describe("the window refuses", () => {
     expect(windowCount(both, MIN, 5 * MIN)).toBe(2);
   });
 
+  it("keeps at most 122 buckets whatever the workers' clocks, merging the oldest forward so no call is counted less", () => {
+    let rec: WindowRecord | undefined;
+    // Five workers whose clocks are hours apart, each charging a full window of its own (a clock
+    // behind keeps the buckets of those ahead).
+    for (let worker = 4; worker >= 0; worker--)
+      for (let s = 0; s < 61; s++) {
+        const t = worker * 3_600_000 + s * 1_000;
+        rec = chargeWindow(rec, charge({ nowMs: t }), t);
+      }
+    rec = chargeWindow(rec, charge({ nowMs: 0 }), 0);
+    expect(rec!.buckets.length).toBeLessThanOrEqual(122);
+    expect(decodeWindowRecord(JSON.parse(JSON.stringify(rec)))).toEqual(rec);
+    // The slowest clock still counts every call the record holds (none dropped by the cap).
+    expect(windowCount(rec, MIN, 0)).toBe(rec!.buckets.reduce((sum, [, n]) => sum + n, 0));
+    expect(windowCount(rec, MIN, 0)).toBe(5 * 61 + 1);
+  });
+
   it("a named limit whose window changed never counts an old call as older than it was", () => {
     let rec: WindowRecord | undefined;
     for (let i = 0; i < 3; i++) rec = chargeWindow(rec, charge({ windowMs: DAY, nowMs: 1_000 }), 1_000);

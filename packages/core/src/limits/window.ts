@@ -112,6 +112,15 @@ export function chargeWindow(rec: WindowRecord | undefined, charge: LimitCharge,
     buckets.push([index, n]);
   }
   if (!added) buckets.push([current, 1]);
+  // Workers whose clocks disagree by more than a window each keep their own 61 buckets; past
+  // KEPT, the oldest are merged into the next (their calls counted as later: never fewer).
+  if (buckets.length > KEPT) {
+    const cut = buckets.length - KEPT;
+    let merged = 0;
+    for (let i = 0; i <= cut; i++) merged += buckets[i]![1];
+    buckets.splice(0, cut);
+    buckets[0] = [buckets[0]![0], merged];
+  }
   const next: WindowRecord = { v: 1, profile: charge.profile, limit: charge.limit, per: charge.per, max: charge.max, windowMs: charge.windowMs, buckets };
   const scope = scopeOf(charge.per, charge.tenant, charge.principal);
   if (scope.tenant !== null) next.tenant = scope.tenant;
@@ -119,6 +128,8 @@ export function chargeWindow(rec: WindowRecord | undefined, charge: LimitCharge,
   return next;
 }
 
+/** Buckets a write keeps at most; a stored record may hold up to MAX_BUCKETS (written by another version). */
+const KEPT = 2 * (SPAN + 1);
 const KEYS = new Set(["v", "profile", "limit", "per", "tenant", "principal", "max", "windowMs", "buckets"]);
 const MAX_BUCKETS = 4 * (SPAN + 1);
 const whole = (n: unknown, min: number, max: number): n is number => typeof n === "number" && Number.isInteger(n) && n >= min && n <= max;
