@@ -33,7 +33,7 @@ function expectRateLimited(o: Outcome): void {
   expect(o.retryAfterMs).toBeGreaterThan(0);
   expect(o.retryAfterMs).toBeLessThanOrEqual(DAY_MS + Math.ceil(DAY_MS / 60));
   expect(o.details).toMatchObject({ limit: SEND_LIMIT_ID, per: "principal", max: SEND_BUDGET, windowMs: DAY_MS, retryAfterMs: o.retryAfterMs });
-  expectLimitMessage(o.message);
+  expectLimitMessage(o.message, o.retryAfterMs);
 }
 
 async function twoWorkersOn(store: Store): Promise<{ reports: WorkerReport[]; audit: readonly AuditRecord[] }> {

@@ -82,19 +82,16 @@ it("a runaway AI SDK agent loop stops at its budget: 20 sent of 200 attempts, th
     const refusals = results.filter((p) => p.output.type === "error-text");
     expect(refusals).toHaveLength(ATTEMPTS - SEND_BUDGET);
     expect(results.slice(0, SEND_BUDGET).every((p) => p.output.type === "text")).toBe(true);
-    for (const p of refusals) {
-      const text = (p.output as { value: string }).value;
-      expect(text.startsWith("rate_limited: ")).toBe(true);
-      expectLimitMessage(text.slice("rate_limited: ".length));
-    }
-
-    // The app gets the typed refusal, with the wait in milliseconds.
+    // The app gets the typed refusal, with the wait in milliseconds; the model's text names the same wait.
     expect(appErrors).toHaveLength(ATTEMPTS - SEND_BUDGET);
-    for (const error of appErrors) {
+    for (const [i, error] of appErrors.entries()) {
       const result = (error as { result: { status: string; code: string; retryAfterMs?: number } }).result;
       expect(result).toMatchObject({ status: "denied", code: "rate_limited" });
       expect(result.retryAfterMs).toBeGreaterThan(0);
       expect(result.retryAfterMs).toBeLessThanOrEqual(DAY_MS + Math.ceil(DAY_MS / 60));
+      const text = (refusals[i]!.output as { value: string }).value;
+      expect(text.startsWith("rate_limited: ")).toBe(true);
+      expectLimitMessage(text.slice("rate_limited: ".length), result.retryAfterMs);
     }
     const audit = await journal.readAudit();
     expect(audit.filter((e) => e.type === "limit.charged")).toHaveLength(SEND_BUDGET);

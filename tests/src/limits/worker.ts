@@ -49,7 +49,7 @@ const gate = await mailGate(journal, orders.google);
 
 function outcomeOf(n: number, phase: Outcome["phase"], late: boolean, result: InvokeResult): Outcome {
   if (result.status === "ok" || result.status === "approval_required") return { n, phase, late, status: result.status };
-  const retryAfterMs = (result as { retryAfterMs?: number }).retryAfterMs;
+  const retryAfterMs = result.status === "denied" ? result.retryAfterMs : undefined;
   return {
     n,
     phase,
