@@ -58,6 +58,23 @@ describe("the window refuses", () => {
     expect(windowCount(both, MIN, 5 * MIN)).toBe(2);
   });
 
+  it("a worker whose clock is ahead by more than the window erases nobody's calls", () => {
+    let rec: WindowRecord | undefined;
+    for (const t of [1_000, 2_000]) rec = chargeWindow(rec, charge({ nowMs: t }), t);
+    rec = chargeWindow(rec, charge({ nowMs: 3_600_000 }), 3_600_000);
+    expect(windowCount(rec, MIN, 3_000)).toBe(3);
+    expect(windowCount(rec, MIN, 3_600_000)).toBe(1);
+  });
+
+  it("a worker whose clock is more than a window behind counts every older call (it refuses early, never unseen)", () => {
+    let rec: WindowRecord | undefined;
+    for (let s = 0; s < 300; s++) rec = chargeWindow(rec, charge({ nowMs: 3_600_000 + s * 1_000 }), 3_600_000 + s * 1_000);
+    expect(rec!.buckets.length).toBeLessThanOrEqual(122);
+    expect(windowCount(rec, MIN, 3_600_000 + 299_000)).toBe(61);
+    expect(windowCount(rec, MIN, 3_000)).toBe(300);
+    expect(retryAfterMs(rec, MIN, 3, 3_000)).toBeGreaterThan(3_600_000);
+  });
+
   it("keeps at most 122 buckets whatever the workers' clocks, merging the oldest forward so no call is counted less", () => {
     let rec: WindowRecord | undefined;
     // Five workers whose clocks are hours apart, each charging a full window of its own (a clock

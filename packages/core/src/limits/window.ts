@@ -7,6 +7,13 @@ import { ToolError } from "../errors.js";
  * `floor(nowMs / w)`. A count covers the buckets with index `>= b - 60` (61 buckets), so it never
  * lets more than `max` calls into any real window of `windowMs` (it may refuse up to one bucket
  * early). Buckets with an index above `b` (another worker's clock ahead of ours) are counted too.
+ *
+ * A write drops no bucket for its age: workers' clocks may disagree, and a bucket old by one
+ * worker's clock may be in another's window. A write keeps the newest 122 buckets (two windows'
+ * worth when clocks agree) and merges the older ones into the oldest it keeps, so a call is never
+ * counted for less time than it happened: a clock ahead erases nobody's calls, and a worker whose
+ * clock runs more than a window behind counts every older call at once (it refuses early, and
+ * its calls are never invisible to the others).
  */
 
 export const LIMIT_RECORD_KIND = "limit";
@@ -25,7 +32,7 @@ export interface WindowRecord {
   principal?: string;
   max: number;
   windowMs: number;
-  /** `[index, count]`, ascending by index, count ≥ 1; buckets older than the window are dropped on write. */
+  /** `[index, count]`, ascending by index, count ≥ 1; at most 122 kept on write, the oldest merged into the next. */
   buckets: [index: number, count: number][];
 }
 
@@ -93,13 +100,12 @@ export function retryAfterMs(rec: WindowRecord | undefined, windowMs: number, ma
   return Math.max(1, (Math.floor(nowMs / w) + SPAN + 1) * w - nowMs);
 }
 
-/** The record after one more call at `charge.nowMs`: +1 in the current bucket, buckets out of the window dropped, max and window refreshed. */
+/** The record after one more call at `nowMs`: +1 in the current bucket, the oldest buckets merged past 122, max and window refreshed. */
 export function chargeWindow(rec: WindowRecord | undefined, charge: LimitCharge, nowMs: number): WindowRecord {
   const current = Math.floor(nowMs / bucketWidth(charge.windowMs));
   const buckets: [number, number][] = [];
   let added = false;
   for (const [index, n] of rec === undefined ? [] : bucketsFor(rec, charge.windowMs)) {
-    if (index < current - SPAN) continue;
     if (!added && index >= current) {
       if (index === current) {
         buckets.push([index, n + 1]);
@@ -112,8 +118,7 @@ export function chargeWindow(rec: WindowRecord | undefined, charge: LimitCharge,
     buckets.push([index, n]);
   }
   if (!added) buckets.push([current, 1]);
-  // Workers whose clocks disagree by more than a window each keep their own 61 buckets; past
-  // KEPT, the oldest are merged into the next (their calls counted as later: never fewer).
+  // Past KEPT, the oldest are merged into the next (their calls counted as later: never fewer).
   if (buckets.length > KEPT) {
     const cut = buckets.length - KEPT;
     let merged = 0;
