@@ -5,3 +5,4 @@ export type { GateCallReport } from "./trace.js";
 export type { ApprovalRequestEvent, FrameworkApprovalOptions } from "../shared/approval-broker.js";
 export type { GateProgress } from "../shared/progress.js";
 export type { ExposeOptions } from "../shared/reachable.js";
+export { agentsTracerProvider } from "./otel-bridge.js";

@@ -9,11 +9,13 @@ import {
   type Span,
   type Trace,
   type TracingProcessor,
+  withTrace,
 } from "@openai/agents";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { awkwardGate } from "../fixtures/awkward-progress.js";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
 import { functionOutputs, ScriptedModel, type Step } from "./fixtures/scripted-model.js";
+import { agentsTracerProvider } from "./otel-bridge.js";
 import { toOpenAITools, type OpenAIToolProgress, type OpenAIToolsOptions } from "./tools.js";
 import type { GateCallReport } from "./trace.js";
 
@@ -113,6 +115,57 @@ describe("toOpenAITools in the Agents SDK's trace", () => {
     } finally {
       setTracingDisabled(false);
     }
+  });
+});
+
+describe("agentsTracerProvider: the gate's own spans, with step timings, in the Agents trace", () => {
+  it("the adapter's toolgate.invoke span carries the gate's attributes and events, and one child span per step with its start and end", async () => {
+    const { gate } = createNotesGate({ telemetry: { tracerProvider: agentsTracerProvider() } });
+    const { agent } = agentWith(gate, [
+      { call: { name: "notes__sync_notes", args: { steps: 2 }, callId: "c1" } },
+      { call: { name: "notes__sync_notes", args: { steps: 99 }, callId: "c2" } },
+      { text: "done" },
+    ]);
+    await run(agent, "sync");
+    const calls = gateSpans();
+    expect(calls).toHaveLength(2);
+    const ok = calls.find((s) => dataOf(s)["gen_ai.tool.call.id"] === "c1")!;
+    expect(parentOf(ok)?.span_data.type).toBe("function");
+    expect(dataOf(ok)).toMatchObject({
+      "toolgate.tool.id": "notes.sync_notes",
+      "toolgate.tool.family": "notes",
+      "toolgate.tool.effect": "write",
+      "toolgate.status": "ok",
+      "gen_ai.operation.name": "execute_tool",
+    });
+    const steps = memory.spans.filter((s) => s.parent_id === ok.id);
+    expect(steps.map((s) => s.span_data.name)).toEqual(expect.arrayContaining(["toolgate.validate", "toolgate.run"]));
+    for (const step of steps) {
+      const timed = step as unknown as { started_at: string; ended_at: string };
+      expect(Date.parse(timed.ended_at)).toBeGreaterThanOrEqual(Date.parse(timed.started_at));
+      expect(dataOf(step)["toolgate.step"]).toBe(String(step.span_data.name).replace("toolgate.", ""));
+    }
+    const runStep = steps.find((s) => s.span_data.name === "toolgate.run")!;
+    expect((dataOf(runStep).events as { name: string }[]).map((e) => e.name)).toEqual(["toolgate.progress", "toolgate.progress"]);
+    const refused = calls.find((s) => dataOf(s)["gen_ai.tool.call.id"] === "c2")!;
+    expect((dataOf(refused).events as { name: string; attributes: Record<string, unknown> }[])[0]).toMatchObject({
+      name: "toolgate.refusal",
+      attributes: { "toolgate.error.code": "invalid_input", "toolgate.step": "validate" },
+    });
+    expect(refused.error).toMatchObject({ message: "invalid_input" });
+    expect(JSON.stringify(memory.spans.filter((s) => String(s.span_data.name).startsWith("toolgate.")))).not.toMatch(/"steps"|pushed/);
+  });
+
+  it("a gate call inside an Agents trace but not through the adapter gets its own spans; outside any trace nothing is recorded", async () => {
+    const { gate } = createNotesGate({ telemetry: { tracerProvider: agentsTracerProvider() } });
+    const call = { ...base, profile: profiles.writer };
+    await withTrace("direct", () => gate.invoke("notes.word_count", { text: "a b c" }, call));
+    const [root] = gateSpans();
+    expect(dataOf(root!)).toMatchObject({ "toolgate.tool.id": "notes.word_count", "toolgate.status": "ok" });
+    expect(memory.spans.filter((s) => s.parent_id === root!.id).length).toBeGreaterThan(0);
+    memory.spans = [];
+    expect(await gate.invoke("notes.word_count", { text: "a b" }, call)).toMatchObject({ status: "ok", output: { words: 2 } });
+    expect(memory.spans).toEqual([]);
   });
 });
 

@@ -6,6 +6,10 @@ import { bothListeners, MAX_PROGRESS_BUFFERED, toGateProgress, type GateProgress
 /** The name of the custom span each gate call gets in the Agents SDK's trace. */
 export const GATE_SPAN_NAME = "toolgate.invoke";
 
+/** The spans `tracedInvoke` made, so the gate's own spans (through `agentsTracerProvider`) join them. */
+const gateCallSpans = new WeakSet<object>();
+export const isGateCallSpan = (span: object): boolean => gateCallSpans.has(span);
+
 /**
  * Each gate call as a custom span `toolgate.invoke` in the Agents SDK's own trace: inside a run it
  * is a child of the SDK's function span for that tool call (or of the agent span, for the approval
@@ -20,6 +24,7 @@ export function tracedInvoke(gate: Gate): GateInvoke {
     if (getCurrentTrace() === null) return gate.invoke(toolId, input, options);
     return withCustomSpan(
       async (span) => {
+        gateCallSpans.add(span);
         let progress = 0;
         const count = () => void progress++;
         const result = await gate.invoke(toolId, input, { ...options, onProgress: bothListeners(options.onProgress, count)! });
