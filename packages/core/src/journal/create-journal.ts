@@ -124,10 +124,10 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   // Every way a call is charged to its limits (an intent, a consumed grant, a pure call) goes
   // through here: read and check all before the first write (a refusal throws), write after.
   const charging = (tx: JournalTransaction, charges: readonly LimitCharge[] | undefined, call: CallFacts) =>
-    hasCharges(charges) ? takeCharges({ read: recordOf, put: putRecord }, tx, charges, call) : () => null;
+    hasCharges(charges) ? takeCharges({ read: recordOf, put: putRecord }, tx, charges, call) : NO_CHARGE;
   // The reads a call's charges add, and the chain walk their records' checks need; refused first when malformed.
   const withCharges = <T>(charges: readonly LimitCharge[] | undefined, walk: boolean, then: (reads: TransactionReads) => Promise<T>): Promise<T> => {
-    if (!hasCharges(charges)) return walk ? caughtUp(() => then({})) : then({});
+    if (!hasCharges(charges)) return walk ? caughtUp(() => then(NO_READS)) : then(NO_READS);
     const bad = badCharges(charges);
     if (bad) return Promise.reject(bad);
     return caughtUp(() => then({ records: chargeReads(charges) }));
@@ -335,6 +335,10 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   });
   return journal;
 }
+
+// A call without limits allocates nothing for them.
+const NO_CHARGE = (): null => null;
+const NO_READS: TransactionReads = Object.freeze({});
 
 /** A record's kind and id as every store takes them; the journal's own kinds are not records. */
 function badRecordRef(kind: string, id: string): ToolError | undefined {
