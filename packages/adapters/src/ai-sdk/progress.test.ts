@@ -1,7 +1,7 @@
 import { defineProfile, type ProgressEvent } from "@toolgate/core";
 import { generateText, stepCountIs, streamText, type TextStreamPart, type ToolSet } from "ai";
 import { describe, expect, it } from "vitest";
-import { awkwardGate } from "../fixtures/awkward-progress.js";
+import { awkwardGate, PROGRESS_SECRET } from "../fixtures/awkward-progress.js";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
 import { answered, done, scripted, toolCall, toolResultsSent } from "./fixtures/scripted-model.js";
 import { toAiSdkTools } from "./tools.js";
@@ -131,5 +131,14 @@ describe("toAiSdkTools: the gate's progress as preliminary tool results", () => 
     expect(final).toEqual([expect.objectContaining({ output: expect.objectContaining({ status: "ok", untrusted: true }) })]);
     // The body ran once, in the approval check.
     expect(runs.relay).toBe(1);
+  });
+
+  it("a secret the tool registered never reaches a preliminary result", async () => {
+    const { gate, profile } = awkwardGate();
+    const tools = toAiSdkTools(gate, { ...base, profile });
+    const { model } = scripted(toolCall("c1", "odd.leaky", {}), done);
+    const { progress } = await toolResultParts(streamText({ model, tools, prompt: "go" }).fullStream);
+    expect(progress).toHaveLength(1);
+    expect(JSON.stringify(progress)).not.toContain(PROGRESS_SECRET);
   });
 });

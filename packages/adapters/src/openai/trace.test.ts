@@ -12,7 +12,7 @@ import {
   withTrace,
 } from "@openai/agents";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
-import { awkwardGate } from "../fixtures/awkward-progress.js";
+import { awkwardGate, PROGRESS_SECRET } from "../fixtures/awkward-progress.js";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
 import { functionOutputs, ScriptedModel, type Step } from "./fixtures/scripted-model.js";
 import { agentsTracerProvider } from "./otel-bridge.js";
@@ -258,5 +258,18 @@ describe("toOpenAITools: the gate's progress reaches the run", () => {
     ]);
     expect(reports[1]!.progress.every((p) => p.untrusted === true)).toBe(true);
     expect(JSON.stringify(reports[1])).not.toContain("IGNORE PREVIOUS INSTRUCTIONS");
+  });
+
+  it("a secret the tool registered reaches neither the run's item, the live listener, nor any span (with the gate's spans bridged)", async () => {
+    const { gate, profile } = awkwardGate({ telemetry: { tracerProvider: agentsTracerProvider() } });
+    const live: OpenAIToolProgress[] = [];
+    const model = new ScriptedModel([{ call: { name: "odd__leaky", args: {}, callId: "c1" } }, { text: "done" }]);
+    const openai = toOpenAITools(gate, { ...base, profile }, { onProgress: (e) => live.push(e) });
+    const result = await run(new Agent({ name: "odd", instructions: "help", model, tools: [...openai.tools] }), "go");
+    expect(reportsOf(result.newItems)[0]!.progress).toHaveLength(1);
+    expect(live).toEqual([expect.objectContaining({ callId: "c1", message: expect.stringMatching(/^using \S/) })]);
+    expect(gateSpans()).toHaveLength(1);
+    expect(JSON.stringify(memory.spans.filter((s) => s.span_data.name === "toolgate.run"))).toContain("using ");
+    expect(JSON.stringify([reportsOf(result.newItems), live, memory.spans])).not.toContain(PROGRESS_SECRET);
   });
 });
