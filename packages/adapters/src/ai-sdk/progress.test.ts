@@ -64,6 +64,29 @@ describe("toAiSdkTools: the gate's progress as preliminary tool results", () => 
     expect(result.steps[0]!.content.filter((p) => p.type === "tool-result")).toHaveLength(1);
   });
 
+  it("the SDK's abort still reaches the tool while its progress streams: it is cancelled and writes nothing", async () => {
+    const { gate, store } = createNotesGate();
+    const controller = new AbortController();
+    const tools = toAiSdkTools(gate, { ...base, profile: profiles.writer });
+    const { model } = scripted(toolCall("c1", "notes.sync_notes", { steps: 1, waitForAbort: true }), done);
+    const result = streamText({ model, tools, prompt: "sync", abortSignal: controller.signal, onError: () => undefined });
+    const seen: string[] = [];
+    try {
+      for await (const part of result.fullStream) {
+        if (part.type === "tool-result" && part.preliminary) {
+          seen.push("progress");
+          controller.abort();
+        } else if (part.type === "tool-result") seen.push("result");
+      }
+    } catch {
+      seen.push("threw");
+    }
+    await expect.poll(() => store.cancelled).toBe(1);
+    expect(seen[0]).toBe("progress");
+    expect(seen).not.toContain("result");
+    expect(store.writes).toBe(0);
+  });
+
   it("a refused call yields no progress and ends as a tool error with its code", async () => {
     const { gate, store } = createNotesGate();
     const tools = toAiSdkTools(gate, { ...base, profile: profiles.writer });
