@@ -1,6 +1,10 @@
+import type { TracerProvider } from "@opentelemetry/api";
 import { describe, expectTypeOf, it } from "vitest";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
-import { toOpenAITools, type OpenAIName } from "./tools.js";
+import type { GateProgress } from "../shared/progress.js";
+import { agentsTracerProvider } from "./otel-bridge.js";
+import { toOpenAITools, type OpenAIName, type OpenAIToolProgress } from "./tools.js";
+import type { GateCallReport } from "./trace.js";
 
 const { gate } = createNotesGate();
 const openai = toOpenAITools(gate, { principal: "p", tenant: "t", profile: profiles.writer });
@@ -27,5 +31,12 @@ describe("toOpenAITools types", () => {
   it("the approver is the authority's Approver, never a typed name", () => {
     // @ts-expect-error a string is no approver
     void toOpenAITools(gate, { principal: "p", tenant: "t", profile: profiles.writer }, { approver: "bob" });
+  });
+
+  it("progress: a gate progress event with the SDK's call id; the run item's report; a tracer provider for the gate", () => {
+    expectTypeOf<OpenAIToolProgress>().toExtend<GateProgress & { callId: string }>();
+    void toOpenAITools(gate, { principal: "p", tenant: "t", profile: profiles.writer }, { onProgress: (event) => expectTypeOf(event.callId).toBeString() });
+    expectTypeOf<GateCallReport["progress"]>().toEqualTypeOf<readonly GateProgress[]>();
+    expectTypeOf(agentsTracerProvider()).toEqualTypeOf<TracerProvider>();
   });
 });
