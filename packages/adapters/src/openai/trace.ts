@@ -59,6 +59,8 @@ export interface GateCallReport {
   readonly invocationId: string;
   readonly status: InvokeResult["status"];
   readonly code?: string;
+  /** A call refused by a rate limit: when one more call fits. */
+  readonly retryAfterMs?: number;
   readonly progress: readonly GateProgress[];
 }
 
@@ -76,6 +78,7 @@ export function progressRecorder(toolId: string, onEach: (progress: GateProgress
       invocationId: result.invocationId,
       status: result.status,
       ...(result.status === "denied" || result.status === "error" ? { code: result.code } : {}),
+      ...(result.status === "denied" && result.retryAfterMs !== undefined ? { retryAfterMs: result.retryAfterMs } : {}),
       progress: kept,
     }),
   };
