@@ -27,7 +27,7 @@ interface Store {
   open(auditKey: Buffer): Promise<Journal>;
 }
 
-/** A refusal as the brief wants it: denied `rate_limited`, with a wait within one window (plus the one bucket it may refuse early). */
+/** A refusal as the contract has it: denied `rate_limited`, with a wait within one window (plus the one bucket it may refuse early). */
 function expectRateLimited(o: Outcome): void {
   expect(o, JSON.stringify(o)).toMatchObject({ status: "denied", code: "rate_limited" });
   expect(o.retryAfterMs).toBeGreaterThan(0);
@@ -125,7 +125,7 @@ function expectBudgetHeld(reports: readonly WorkerReport[], audit: readonly Audi
   const raced = refusals.filter((o) => o.phase === "granted").length;
   console.log(
     `limits across workers: ${reports.map((r) => `${r.name} sent ${r.outcomes.filter((o) => o.status === "ok").length}, refused ${r.outcomes.filter((o) => o.status !== "ok").length}, ${r.maxInFlight} in flight`).join("; ")}; ` +
-      `${raced} refused after their grant (lost the race for the last slots)`,
+      `${raced} refused after a human granted them (at the step's first look or by the journal's count in the write)`,
   );
 }
 
