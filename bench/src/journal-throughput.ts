@@ -56,7 +56,7 @@ export async function benchJournalThroughput(): Promise<string[]> {
 }
 
 async function measureStore(label: string, journal: Journal): Promise<string[]> {
-  const { gate, call } = benchGate(journal);
+  const { gate, call, limited } = benchGate(journal);
   let n = 0;
   const pure = async (): Promise<void> => {
     const result = await gate.invoke("bench.count_words", { text: "governed tools for agents that hold a real mailbox" }, call);
@@ -67,10 +67,16 @@ async function measureStore(label: string, journal: Journal): Promise<string[]> 
     const result = await gate.invoke("bench.append_line", { line: "an audited side effect", n: n++ }, call);
     if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);
   };
+  const effectUnderLimit = async (): Promise<void> => {
+    // The same call under a profile with one window limit: its count is charged with the intent.
+    const result = await gate.invoke("bench.append_line", { line: "an audited side effect", n: n++ }, limited);
+    if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);
+  };
   const out: string[] = [];
   for (const [tool, fn] of [
     ["pure tool", pure],
     ["side-effectful tool", effect],
+    ["side-effectful, 1 limit", effectUnderLimit],
   ] as const) {
     const sequential = await callsPerSecond(fn, 1);
     const parallel = await callsPerSecond(fn, IN_FLIGHT);
@@ -129,8 +135,18 @@ function benchGate(journal: Journal) {
     families: [defineFamily({ name: "bench", tools: [countWordsTool, appendLine], permissions: ["bench:read", "bench:write"] })],
   });
   const profile = defineProfile({ name: "bench", allow: ["bench:read", "bench:write"], maxRisk: "low" });
+  const metered = defineProfile({
+    name: "bench-metered",
+    allow: ["bench:read", "bench:write"],
+    maxRisk: "low",
+    limits: [{ tools: ["bench.append_line"], per: "principal", max: 1_000_000, windowMs: 60_000 }],
+  });
   const gate = createGate({ registry, journal, secrets: ["bench-secret-value"] });
-  return { gate, call: { principal: "bench-agent", tenant: "bench", profile } };
+  return {
+    gate,
+    call: { principal: "bench-agent", tenant: "bench", profile },
+    limited: { principal: "bench-agent", tenant: "bench", profile: metered },
+  };
 }
 
 /** The server in TOOLGATE_PG_URL, or a throwaway one from scripts/postgres.sh. */
