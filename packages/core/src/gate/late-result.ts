@@ -2,9 +2,10 @@
 import { hashCanonical } from "../canonical-json.js";
 import { isSideEffectful } from "../manifest.js";
 import { scanForInjection } from "../untrusted.js";
-import type { Runnable } from "./call-state.js";
+import type { Runnable, Writable } from "./call-state.js";
 import type { GateEnv } from "./env.js";
 import { audit, describeOutput, errorText } from "./outcomes.js";
+import { releaseSlots } from "./steps/limits.js";
 
 export function watchLate(env: GateEnv, c: Runnable, run: Promise<unknown>): void {
   const { manifest } = c.tool;
@@ -39,11 +40,15 @@ export function watchLate(env: GateEnv, c: Runnable, run: Promise<unknown>): voi
     },
   );
   const ended = env.outlive(c.invocationId);
+  // The body is still in flight: its concurrency slots stay taken until it settles, not when the call ends.
+  const slots = c.slots;
+  (c as Writable<Runnable>).slots = undefined;
   const tracked = late
     .catch(() => undefined)
     .finally(() => {
       env.pendingLate.delete(tracked);
       ended();
+      if (slots !== undefined) releaseSlots(env, slots);
     });
   env.pendingLate.add(tracked);
 }

@@ -57,7 +57,7 @@ function planOf(found: readonly ProfileLimit[], c: Checked): Plan {
 
 /** Read each window's count; refuse when one more call does not fit, naming the limit that frees last. */
 async function checkWindows(c: Writable<Checked>, env: GateEnv, plan: Plan): Promise<Checked | Refusal> {
-  const nowMs = env.clock();
+  const nowMs = Math.floor(env.clock()); // a charge's time is whole milliseconds, whatever the clock's precision
   const charges = plan.windows.map((limit) => chargeOf(c, limit, nowMs));
   let records;
   try {
