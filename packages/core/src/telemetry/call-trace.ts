@@ -155,7 +155,26 @@ export class CallTrace {
         // a frozen stage keeps its own listener
       }
     }
-    return context.with(trace.setSpan(this.#rootContext, span), () => step.run(current as never, env));
+    // The step runs exactly once, whatever the context manager does (throws, never calls back, calls back twice).
+    let ran: { value: unknown } | { error: unknown } | undefined;
+    const once = (): unknown => {
+      if (ran === undefined) {
+        try {
+          ran = { value: step.run(current as never, env) };
+        } catch (error) {
+          ran = { error };
+        }
+      }
+      return "value" in ran ? ran.value : undefined;
+    };
+    try {
+      context.with(trace.setSpan(this.#rootContext, span), once);
+    } catch {
+      // a context manager's failure is not the call's: the step runs outside the span's context
+    }
+    once();
+    if ("error" in ran!) throw ran.error;
+    return ran!.value;
   }
 
   #stepEnded(name: string, span: Span | undefined, at: number, out: unknown): void {
