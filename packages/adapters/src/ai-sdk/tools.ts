@@ -82,10 +82,12 @@ export function toAiSdkTools<TTool extends AnyToolManifest>(gate: Gate<TTool>, c
         }
         throw new GateCallError(result, result.status === "approval_required" ? approvalText(result) : refusalText(result));
       },
-      // Only the final result reaches the model (the SDK keeps preliminary results from it).
+      // Only the final result reaches the model. A chat stopped while a call streamed keeps a
+      // progress event as the call's output, and a client sends that history back: the model is told
+      // the call has no result, never the progress text (an untrusted tool's quotes it, unfenced).
       toModelOutput: ({ output }: { output: OkResult<unknown> | GateProgress }) => ({
         type: "text",
-        value: output.status === "ok" ? output.content : output.message,
+        value: output.status === "ok" ? output.content : `${d.id}: no result: the call was cut off while it ran, so its outcome is not known here.`,
       }),
     } as Tool;
   }
