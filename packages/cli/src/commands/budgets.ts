@@ -1,5 +1,6 @@
 import { durationText, readLimitUsage, type LimitUsage } from "@toolgate/core/operator";
 import { EXIT, table, type Io } from "../output.js";
+import { printable } from "../printable.js";
 import type { Runtime } from "../runtime.js";
 import type { ConfigProfile } from "../config-profiles.js";
 
@@ -35,8 +36,9 @@ export async function budgetsCommand(runtime: Runtime, options: { profile?: stri
           u.profile,
           u.limit,
           u.per,
-          u.tenant ?? "-",
-          u.principal ?? "-",
+          // Who called is the worker's text (a user's name, say): what a terminal would act on is shown as a marker.
+          printable(u.tenant ?? "-"),
+          printable(u.principal ?? "-"),
           `${u.used}/${u.max}`,
           durationText(u.windowMs),
           u.retryAfterMs === 0 ? "now" : durationText(u.retryAfterMs),
