@@ -1,8 +1,8 @@
 /** Review of issue 16's AI SDK progress: a preliminary result kept in the chat history never reaches a model as the tool's result. */
-import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, defineTool } from "@toolgate/core";
+import { defineProfile } from "@toolgate/core";
 import { convertToModelMessages, readUIMessageStream, streamText, type UIMessage } from "ai";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import { mailGate } from "../fixtures/review-mail.js";
 import { done, scripted, toolCall } from "./fixtures/scripted-model.js";
 import { toAiSdkTools } from "./tools.js";
 
@@ -10,29 +10,14 @@ import { toAiSdkTools } from "./tools.js";
 const QUOTED = "read the reply from eve: the quarterly numbers are attached";
 
 function untrustedGate() {
-  const reader = defineTool({
-    id: "mail.read_inbox",
-    title: "Read inbox",
-    description: "Reads mail, quoting it in its progress; runs until cancelled.",
-    input: z.object({}).strict(),
-    output: z.object({ ok: z.boolean() }),
-    actionType: "mail-read",
-    effect: "read",
-    requiredAllowlist: ["mail:read"],
-    risk: "low",
-    approval: "never",
-    runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
-    untrustedOutput: true,
-    handler: (_input, ctx) =>
+  const gate = mailGate(
+    "mail.read_inbox",
+    (_input, ctx) =>
       new Promise((_resolve, reject) => {
         ctx.progress({ message: QUOTED });
         ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true });
       }),
-  });
-  const gate = createGate({
-    registry: createToolRegistry({ families: [defineFamily({ name: "mail", tools: [reader], permissions: ["mail:read"] })] }),
-    journal: createMemoryJournal({ auditKey: "review-key" }),
-  });
+  );
   return { gate, profile: defineProfile({ name: "reader", allow: ["mail:read"], maxRisk: "low" }) };
 }
 

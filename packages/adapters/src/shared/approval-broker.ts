@@ -123,6 +123,10 @@ export function createApprovalBroker(
     async needsApproval(descriptor: ToolDescriptor, input: unknown, callId: string, approved = false): Promise<boolean> {
       if (!mayAsk(descriptor, call.profile)) return false;
       if (approved) return true;
+      // Without an id the outcome could not be found again by `execute`, which would run the call a
+      // second time (and count it twice): `execute` runs it once, and the gate's approval_required
+      // comes back as its answer, for an operator.
+      if (callId === "") return false;
       const callRef = callId.length > 0 && callId.length <= MAX_CALL_REF ? { callRef: callId } : {};
       // A call that needs no human runs here: its progress is kept for `execute` to hand on.
       const progress: ProgressEvent[] = [];
