@@ -36,6 +36,11 @@ export default {
       maxRisk: "high",
       consents: [SEND_CONSENT, NOTION_WRITE_CONSENT],
       egress: ["personal"],
+      // A runaway agent stops here, on every worker sharing the journal (`toolgate budgets` shows the counts).
+      limits: [
+        { name: "sends", tools: ["gmail.send_message", "gmail.send_draft"], per: "principal", max: 20, windowMs: 86_400_000 },
+        { name: "calls", tools: "*", per: "tenant", max: 600, windowMs: 60_000 },
+      ],
     }),
   ],
   async compose({ baseDir, vault }) {
