@@ -63,4 +63,31 @@ describe("review: a model's tool call with an empty id", () => {
     expect(store.writes).toBe(0);
     expect(await gate.approvals.list({ status: ["pending"] })).toHaveLength(1);
   });
+
+  it("two calls under one id (a model that repeats ids): each gets its own input's result, each runs and is counted once", async () => {
+    const runs: string[] = [];
+    const gate = mailGate("mail.count_unread", (input) => {
+      runs.push(input.folder ?? "");
+      return { folder: input.folder };
+    });
+    const profile = defineProfile({ name: "held", allow: ["mail:read"], maxRisk: "low", onInjection: "hold" });
+    const step = toolCall("c1", "mail.count_unread", { folder: "inbox" });
+    step.content = [...step.content, { ...step.content[0]!, input: JSON.stringify({ folder: "spam" }) } as (typeof step.content)[number]];
+    const { model, prompts } = scripted(step, done);
+    const result = await generateText({
+      model,
+      tools: toAiSdkTools(gate, { principal: "p", tenant: "t", profile }),
+      prompt: "x",
+      stopWhen: () => prompts.length >= 2,
+    });
+    const told = result.steps[0]!.toolResults.map((r) => {
+      const { input, output } = r as unknown as { input: { folder: string }; output: { output: { folder: string } } };
+      return [input.folder, output.output.folder];
+    });
+    expect(told).toEqual([
+      ["inbox", "inbox"],
+      ["spam", "spam"],
+    ]);
+    expect(runs.sort()).toEqual(["inbox", "spam"]);
+  });
 });

@@ -40,6 +40,15 @@ export interface FrameworkApprovalOptions {
 
 const MAX_REMEMBERED = 1024;
 type Listener = (event: ProgressEvent) => void;
+/** A call the approval check ran: the input it ran on (as JSON), its result and its progress. */
+type Outcome = { readonly input: string | undefined; readonly result: InvokeResult; readonly progress: readonly ProgressEvent[] };
+const inputText = (input: unknown): string | undefined => {
+  try {
+    return JSON.stringify(input);
+  } catch {
+    return undefined;
+  }
+};
 /** How the broker calls the gate; `callId` is the framework's id for the call ("" when none). */
 export type GateInvoke = (toolId: string, input: unknown, options: CallOptions, callId: string) => Promise<InvokeResult>;
 /** The gate refuses a longer `callRef`; such a call is simply not findable again (nothing is granted for it). */
@@ -70,11 +79,26 @@ export function createApprovalBroker(
 ) {
   // Only the app's approver decides; there is no fallback to anyone (least of all this adapter).
   const approver: Approver | undefined = options.approver;
-  /** What the approval check got for a call, with the progress its run reported (replayed to `execute`). */
-  const outcomes = new Map<string, { readonly result: InvokeResult; readonly progress: readonly ProgressEvent[] }>();
-  const remember = (key: string, outcome: { result: InvokeResult; progress: readonly ProgressEvent[] }) => {
-    outcomes.set(key, outcome);
+  /**
+   * What the approval check got for each call, with the input it ran on and the progress its run
+   * reported (replayed to `execute`). A model may repeat a call id: every run is kept, and
+   * `execute` takes the one made for its own input (never another call's result, never a second run).
+   */
+  const outcomes = new Map<string, Outcome[]>();
+  const remember = (key: string, outcome: Outcome) => {
+    const kept = outcomes.get(key);
+    if (kept) kept.push(outcome);
+    else outcomes.set(key, [outcome]);
     if (outcomes.size > MAX_REMEMBERED) outcomes.delete(outcomes.keys().next().value as string);
+  };
+  const recall = (key: string, input: unknown): Outcome | undefined => {
+    const kept = outcomes.get(key);
+    const text = inputText(input);
+    const at = kept?.findIndex((o) => o.input === text) ?? -1;
+    if (at < 0) return undefined;
+    const [found] = kept!.splice(at, 1);
+    if (kept!.length === 0) outcomes.delete(key);
+    return found;
   };
   const mayAsk = (d: ToolDescriptor, profile: Profile) => d.approval !== "never" || (d.untrustedOutput && profile.onInjection === "hold");
   /** The host's call, with the framework's signal and progress listener joined to the host's own. */
@@ -136,7 +160,7 @@ export function createApprovalBroker(
         options.onApprovalRequest?.({ toolId: descriptor.id, callId, requestId: result.requestId, reason: result.reason, preview: result.preview });
         return true;
       }
-      remember(`${descriptor.id}\u0000${callId}`, { result, progress });
+      remember(`${descriptor.id}\u0000${callId}`, { input: inputText(input), result, progress });
       return false;
     },
 
@@ -154,8 +178,7 @@ export function createApprovalBroker(
       onProgress?: Listener,
     ): Promise<InvokeResult> {
       const key = `${toolId}\u0000${callId}`;
-      const known = callId === "" ? undefined : outcomes.get(key);
-      outcomes.delete(key);
+      const known = callId === "" ? undefined : recall(key, input);
       if (known) {
         for (const event of known.progress) {
           try {
