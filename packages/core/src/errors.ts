@@ -73,7 +73,7 @@ export const TOOL_ERROR_CODES = {
   // providers
   not_found: { kind: "call", summary: "The provider has no such object, or it is not shared with this connection." },
   conflict: { kind: "call", summary: "The provider refused the change because of a conflicting state." },
-  rate_limited: { kind: "call", summary: "The provider asked us to slow down." },
+  rate_limited: { kind: "call", summary: "A profile's limit was reached, or the provider asked us to slow down." },
   provider_rejected: { kind: "call", summary: "The provider refused the request." },
   provider_unavailable: { kind: "call", summary: "The provider did not answer or failed." },
   protocol_error: { kind: "call", summary: "A tool process broke the wire protocol." },

@@ -1,18 +1,19 @@
 /**
- * Review of issue 16 (clocks): what the gate does with a clock that returns no time. NOT FIXED:
- * `it.fails` marks a call that throws today (gate.invoke promises never to); the fix belongs to
- * the gate's owner (see the review report). When it is fixed, these fail: turn them into `it`.
+ * Review of issue 16 (clocks): what the gate does with a clock that returns no time. gate.invoke
+ * promises never to throw: a clock without a time is refused at resolve, and one that stops giving
+ * a time mid-call ends the call as an error result (the runSteps safety net), not a rejection.
  */
 import { describe, expect, it } from "vitest";
 import { limitsSetup } from "./fixtures/limits-harness.js";
 
 describe("review: a gate clock that returns no time", () => {
   for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, 1e300]) {
-    it.fails(`KNOWN: clock() = ${bad}: a write's invoke rejects (RangeError from the intent's timestamp) instead of refusing`, async () => {
+    it(`clock() = ${bad}: a write is refused before anything runs (config_invalid, or journal_failed when the refusal cannot be timestamped)`, async () => {
       const h = limitsSetup([]);
       h.time.now = bad;
       const result = await h.sync();
-      expect(result.status).toBe("error");
+      expect(result).toMatchObject({ status: "error", boundary: "pre_effect_refusal" });
+      expect(result.status === "error" && result.message).toContain("clock");
     });
   }
 
@@ -25,5 +26,15 @@ describe("review: a gate clock that returns no time", () => {
     h.time.now = Date.UTC(2026, 0, 1);
     expect(await h.pure()).toMatchObject({ status: "ok" });
     expect(await h.pure()).toMatchObject({ status: "denied", code: "rate_limited" });
+  });
+
+  it("a clock that starts well and stops giving a time mid-call: the call ends as an error result, never a rejection", async () => {
+    const h = limitsSetup([]);
+    let reads = 0;
+    h.time.now = Date.UTC(2026, 0, 1);
+    const good = h.time.now;
+    Object.defineProperty(h.time, "now", { get: () => (reads++ < 1 ? good : Number.NaN) });
+    const result = await h.sync();
+    expect(result).toMatchObject({ status: "error", boundary: "pre_effect_refusal" });
   });
 });

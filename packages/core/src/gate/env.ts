@@ -53,7 +53,7 @@ export interface GateEnvOptions {
 }
 
 export function createGateEnv(options: GateEnvOptions): GateEnv {
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock === undefined ? Date.now : checkedClock(options.clock);
   // Most events of a call fall in the same millisecond: format each millisecond once.
   let isoMs = Number.NaN;
   let isoText = "";
@@ -106,5 +106,24 @@ export function createGateEnv(options: GateEnvOptions): GateEnv {
         release(invocationId);
       };
     },
+  };
+}
+
+/** The latest time a Date can hold, in milliseconds either side of the epoch. */
+const MAX_DATE_MS = 8.64e15;
+
+/**
+ * A host's clock, read defensively: a time it cannot give (it throws, returns NaN, Infinity or a
+ * value beyond what a Date holds) reads as NaN, which the resolve step refuses; `Date.now` needs no check.
+ */
+function checkedClock(raw: () => number): () => number {
+  return () => {
+    let t: unknown;
+    try {
+      t = raw();
+    } catch {
+      return Number.NaN;
+    }
+    return typeof t === "number" && Math.abs(t) <= MAX_DATE_MS ? t : Number.NaN;
   };
 }

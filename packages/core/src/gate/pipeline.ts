@@ -5,6 +5,8 @@
  */
 import type { GateEnv } from "./env.js";
 import type { InvokeResult } from "./results.js";
+import type { CallStart } from "./call-state.js";
+import { unexpectedFailure } from "./unexpected.js";
 import { resolve } from "./steps/resolve.js";
 import { killSwitch } from "./steps/kill-switch.js";
 import { freeze } from "./steps/freeze.js";
@@ -62,6 +64,9 @@ export async function runSteps<S extends { readonly invocationId: string; readon
       if (isFinished(next)) return traced === undefined ? next : traced.finish(next, step.name);
       current = next;
     }
+  } catch (cause) {
+    // A failure of the gate itself (a host's clock that stopped giving a time mid-call): invoke still never throws.
+    return unexpectedFailure(env, current as CallStart, cause);
   } finally {
     // The secrets the call's connector read leave the redactor with the call (or after its late body).
     env.endCall(start.invocationId);

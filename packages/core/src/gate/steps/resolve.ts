@@ -1,4 +1,4 @@
-/** Step 1: the call options are well formed, the tool exists, and the call was not cancelled already. */
+/** Step 1: the gate's clock gave a time, the call options are well formed, the tool exists, and the call was not cancelled already. */
 import { ToolError } from "../../errors.js";
 import { RISK_LEVELS } from "../../manifest.js";
 import type { RegisteredTool } from "../../registry.js";
@@ -17,6 +17,7 @@ const MAX_CALL_REF_LENGTH = 256;
 export const resolve: Step<CallStart, Resolved> = {
   name: "resolve",
   run(c, env) {
+    if (Number.isNaN(c.startedAt)) return refuse(env, c, "error", new ToolError("config_invalid", "the gate's clock gave no time (createGate's clock option)"));
     const problem = checkCallOptions(c.call);
     if (problem) return refuse(env, c, "error", problem);
     const tool = findTool(env, c.requestedId);
