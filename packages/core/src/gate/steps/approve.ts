@@ -1,5 +1,5 @@
 /**
- * Step 8: a call that needs a human runs only with a matching grant. Without one, a request is
+ * Step 10: a call that needs a human runs only with a matching grant. Without one, a request is
  * persisted and the caller gets `approval_required`; a retry of the same call (the whole binding:
  * tool, input, principal, tenant, preview) after a human granted that request takes the grant by
  * binding. A grant is checked here and consumed with the intent, so a grant that does not match

@@ -1,4 +1,4 @@
-/** Step 11: the body's output matches the tool's schema; otherwise `output_invalid` (the effect did happen). */
+/** Step 13: the body's output matches the tool's schema; otherwise `output_invalid` (the effect did happen). */
 import type { z } from "zod";
 import { ToolError } from "../../errors.js";
 import type { OutputChecked, Ran, Writable } from "../call-state.js";

@@ -1,5 +1,5 @@
 /**
- * Step 6: the idempotency key. The caller's own, or, for side-effectful calls without one, a key
+ * Step 7: the idempotency key. The caller's own, or, for side-effectful calls without one, a key
  * derived from tool, input, principal, tenant and (for approval tools) the preview: the same call
  * seen the same way is a retry; a change in what a human would see makes it a new call. Scoped to
  * tenant and principal in the journal, so one tenant's keys never collide with another's.

@@ -1,5 +1,5 @@
 /**
- * Step: a profile's limits (calls per window, shared by every worker on the journal; calls in
+ * Step 9: a profile's limits (calls per window, shared by every worker on the journal; calls in
  * flight per worker) are checked before a human is asked and before any effect. A completed call
  * replayed under its key never reaches this step, so it is not counted twice. The window counts
  * read here are a first look: the journal counts again, atomically, when the call commits to run

@@ -1,4 +1,4 @@
-/** Step 4: the profile allows the tool (tokens, risk, consents, egress), decided once per frozen profile. */
+/** Step 5: the profile allows the tool (tokens, risk, consents, egress), decided once per frozen profile. */
 import { evaluatePolicy, refusalFor } from "../../policy.js";
 import type { Authorized, Validated, Writable } from "../call-state.js";
 import { refuse } from "../outcomes.js";

@@ -1,5 +1,5 @@
 /**
- * Step 5: when the tool asks for a human, what they will approve. The connection is checked first
+ * Step 6: when the tool asks for a human, what they will approve. The connection is checked first
  * (no human is asked to approve a call that could not run); the preview runs under the tool's
  * deadline, is validated, redacted and hashed. Its `plan` reaches the body as `ctx.plan`.
  */

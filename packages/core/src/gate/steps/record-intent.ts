@@ -1,5 +1,5 @@
 /**
- * Step 9: the intent is journaled before the effect, atomically with the key lookup and the
+ * Step 11: the intent is journaled before the effect, atomically with the key lookup and the
  * grant's consumption; the body runs only after the journal returns. An earlier failed or unknown
  * attempt is judged here (retaken, replayed as an error, or refused). A call without an outbox
  * entry (pure, no key) only consumes its grant. The call's window limits are charged in the same

@@ -1,5 +1,5 @@
 /**
- * Step 12: every registered secret is redacted from the output; untrusted output is scanned for
+ * Step 14: every registered secret is redacted from the output; untrusted output is scanned for
  * instructions (it is fenced when the result is shaped). A profile that holds flagged output asks a
  * human to release it.
  */

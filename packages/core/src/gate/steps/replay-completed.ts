@@ -1,5 +1,5 @@
 /**
- * A completed call under the same key is replayed without running, or asking a human, again: no
+ * Step 8: a completed call under the same key is replayed without running, or asking a human, again: no
  * new effect happens, and a retry after a lost response must work once the grant is spent. A call
  * still running under the key is refused. Failed and unknown attempts are judged after approval,
  * when the intent is recorded.

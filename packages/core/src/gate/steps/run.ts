@@ -1,5 +1,5 @@
 /**
- * Step 10: the body runs with its context: the signal (caller's cancellation and the deadline),
+ * Step 12: the body runs with its context: the signal (caller's cancellation and the deadline),
  * the idempotency key to forward, the connector (opened first, scopes checked), progress, the
  * approved plan. A body that outlives its deadline or a cancellation is cut off: its late result
  * is journaled, never returned.

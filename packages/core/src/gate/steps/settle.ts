@@ -1,4 +1,4 @@
-/** Step 13: the result is journaled, bound to the intent's hash (or audited once, for a call without an intent). */
+/** Step 15: the result is journaled, bound to the intent's hash (or audited once, for a call without an intent). */
 import type { JournalReceipt } from "../../journal/types.js";
 import type { Fenced } from "../call-state.js";
 import { audit, okResult } from "../outcomes.js";

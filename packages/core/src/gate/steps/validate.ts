@@ -1,4 +1,4 @@
-/** Step 3: the input passes the tool's schema; a refusal carries the issues and JSON Schema a model can retry with. */
+/** Step 4: the input passes the tool's schema; a refusal carries the issues and JSON Schema a model can retry with. */
 import type { z } from "zod";
 import { ToolError } from "../../errors.js";
 import type { AnyToolManifest } from "../../manifest.js";
