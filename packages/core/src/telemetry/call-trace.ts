@@ -141,9 +141,11 @@ export class CallTrace {
     if (call !== null && typeof call === "object") {
       const listener = (call as CallOptions).onProgress;
       // The run step hands its listener each event redacted (and, for untrusted output, marked or withheld).
+      let events = 0;
       const onProgress = (event: ProgressEvent): void => {
         try {
-          span.addEvent("toolgate.progress", progressAttributes(event));
+          // A chatty body cannot grow a span without bound: the first events, each message cut.
+          if (events++ < MAX_PROGRESS_EVENTS) span.addEvent("toolgate.progress", progressAttributes(event));
         } catch {
           // as above
         }
@@ -233,8 +235,12 @@ export class CallTrace {
   }
 }
 
+/** Progress events kept on one run span, and the characters kept of each message (already redacted whole). */
+const MAX_PROGRESS_EVENTS = 64;
+const MAX_PROGRESS_MESSAGE = 1000;
+
 function progressAttributes(event: ProgressEvent): Attributes {
-  const attributes: Attributes = { "toolgate.progress.message": String(event?.message ?? "") };
+  const attributes: Attributes = { "toolgate.progress.message": String(event?.message ?? "").slice(0, MAX_PROGRESS_MESSAGE) };
   if (typeof event?.fraction === "number") attributes["toolgate.progress.fraction"] = event.fraction;
   if (event?.untrusted === true) attributes["toolgate.progress.untrusted"] = true;
   return attributes;

@@ -56,6 +56,18 @@ describe("telemetry: spans per call and per step", () => {
     expect(callSpans(spans(), result.invocationId).children.find((s) => s.name === "toolgate.run")!.events).toHaveLength(1);
   });
 
+  it("a chatty body cannot grow its run span without bound: the first 64 progress events, each message cut to 1,000 characters", async () => {
+    const { gate, spans } = tracedGate();
+    let heard = 0;
+    const result = await gate.invoke("x.chatty", {}, { ...base, onProgress: () => heard++ });
+    expect(result.status).toBe("ok");
+    expect(heard).toBe(200); // the caller's listener still hears every event
+    const events = callSpans(spans(), result.invocationId).children.find((s) => s.name === "toolgate.run")!.events;
+    expect(events).toHaveLength(64);
+    expect(events[0]!.attributes!["toolgate.progress.message"]).toHaveLength(1000);
+    expect(String(events[63]!.attributes!["toolgate.progress.message"]).startsWith("63 ")).toBe(true);
+  });
+
   it("joins the caller's trace, and a body's own spans nest under the run step (a context manager registered)", async () => {
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     const { gate, spans, tracerProvider } = tracedGate();
