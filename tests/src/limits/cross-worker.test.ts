@@ -51,6 +51,8 @@ async function twoWorkersOn(store: Store): Promise<{ reports: WorkerReport[]; au
     );
     await Promise.all(workers.map((w) => w.ready));
     for (const w of workers) w.go();
+    await Promise.all(workers.map((w) => w.looped));
+    for (const w of workers) w.late();
     const reports = await Promise.all(workers.map((w) => w.report));
 
     // Exactly the budget went out, and exactly the sends the workers were told succeeded.

@@ -1,8 +1,9 @@
 // A worker process of the cross-worker limits test (run from its TypeScript sources by the
 // adapters' loader). It reads its orders as one JSON line on stdin (secrets never go on the command
 // line), opens the shared journal, builds its own gate, says "ready", waits for "go", then sends
-// mail with `inFlight` calls at a time until one is refused, makes `after` more calls one by one,
-// and prints what happened as one JSON line.
+// mail with `inFlight` calls at a time until one is refused, says "looped", waits for "late" (every
+// worker's loop has ended), makes `after` more calls one by one, and prints what happened as one
+// JSON line.
 import { createInterface } from "node:readline";
 import type { InvokeResult, Journal } from "@toolgate/core";
 import { openSqliteJournal } from "@toolgate/store-sqlite";
@@ -90,6 +91,10 @@ async function lane(): Promise<void> {
   }
 }
 await Promise.all(Array.from({ length: orders.inFlight }, lane));
+// The late calls wait for every worker's loop to end: until then another worker's call may hold a
+// first look it passed, so the budget is not yet spent everywhere.
+process.stdout.write("looped\n");
+await lines.next();
 for (let i = 0; i < orders.after; i++) outcomes.push(await send(next++, true));
 
 await journal.close();
