@@ -3,28 +3,16 @@
  * OTLP/HTTP to a loopback receiver this test starts, and the profile's limits parse as the guide
  * says they count.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { context, metrics, trace } from "@opentelemetry/api";
-import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, defineTool } from "@toolgate/core";
 import { limitsFor } from "@toolgate/core/operator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import { echoGate, startOtlpReceiver, type OtlpReceiver } from "../telemetry/fixtures/otlp.js";
 
-const received: { path: string; body: string }[] = [];
-let server: Server;
+let receiver: OtlpReceiver;
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      received.push({ path: req.url ?? "", body: Buffer.concat(chunks).toString("utf8") });
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  process.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  receiver = await startOtlpReceiver();
+  process.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.origin;
 });
 
 afterAll(async () => {
@@ -32,37 +20,19 @@ afterAll(async () => {
   metrics.disable();
   context.disable();
   delete process.env["OTEL_EXPORTER_OTLP_ENDPOINT"];
-  await new Promise((resolve) => server.close(resolve));
-});
-
-const shout = defineTool({
-  id: "guide.shout",
-  title: "Shout",
-  description: "Upper-case a word.",
-  input: z.object({ word: z.string().max(64) }).strict(),
-  output: z.object({ word: z.string() }),
-  actionType: "compute",
-  effect: "none",
-  requiredAllowlist: ["guide:use"],
-  risk: "low",
-  approval: "never",
-  untrustedOutput: false,
-  runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
-  handler: ({ word }) => ({ word: word.toUpperCase() }),
+  await receiver.close();
 });
 
 describe("the operating guide's telemetry example", () => {
   it("registered once, it exports a gate created before or after it: spans and metrics reach the collector over OTLP", async () => {
-    const registry = createToolRegistry({ families: [defineFamily({ name: "guide", tools: [shout], permissions: ["guide:use"] })] });
-    const profile = defineProfile({ name: "guide", allow: ["guide:use"], maxRisk: "low" });
-    const gate = createGate({ registry, journal: createMemoryJournal() });
+    const { gate, profile } = echoGate("guide");
     const { tracerProvider, meterProvider } = await import("./telemetry.js");
-    const result = await gate.invoke("guide.shout", { word: "hello" }, { principal: "agent-1", tenant: "acme", profile });
-    expect(result).toMatchObject({ status: "ok", output: { word: "HELLO" } });
+    const result = await gate.invoke("guide.echo", { word: "hello" }, { principal: "agent-1", tenant: "acme", profile });
+    expect(result).toMatchObject({ status: "ok", output: { word: "hello" } });
     await tracerProvider.forceFlush();
     await meterProvider.forceFlush();
-    const traces = received.filter((r) => r.path === "/v1/traces").map((r) => r.body);
-    const metricBodies = received.filter((r) => r.path === "/v1/metrics").map((r) => r.body);
+    const traces = receiver.received.filter((r) => r.path === "/v1/traces").map((r) => r.body);
+    const metricBodies = receiver.received.filter((r) => r.path === "/v1/metrics").map((r) => r.body);
     expect(traces.join("")).toContain('"name":"toolgate.invoke"');
     expect(traces.join("")).toContain('"name":"toolgate.run"');
     expect(metricBodies.join("")).toContain('"name":"toolgate.calls"');

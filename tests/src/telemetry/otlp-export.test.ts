@@ -2,19 +2,11 @@
  * The gate's spans leave the process over OTLP/HTTP, as an operator's collector would receive them:
  * the real exporter posts to a loopback receiver this test starts (no other host is reached).
  */
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { BasicTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, defineTool } from "@toolgate/core";
+import { defineProfile } from "@toolgate/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
-
-interface Received {
-  readonly path: string;
-  readonly contentType: string;
-  readonly body: string;
-}
+import { echoGate, startOtlpReceiver, type OtlpReceiver } from "./fixtures/otlp.js";
 
 interface OtlpSpan {
   name: string;
@@ -27,41 +19,14 @@ interface OtlpSpan {
 }
 
 const SECRET = "otlp-secret-7c1e9a44b2";
-const received: Received[] = [];
-let server: Server;
-let url: string;
+let receiver: OtlpReceiver;
 
 beforeAll(async () => {
-  server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      received.push({ path: req.url ?? "", contentType: String(req.headers["content-type"]), body: Buffer.concat(chunks).toString("utf8") });
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`;
+  receiver = await startOtlpReceiver();
 });
 
 afterAll(async () => {
-  await new Promise((resolve) => server.close(resolve));
-});
-
-const echo = defineTool({
-  id: "otlp.echo",
-  title: "Echo",
-  description: "Echo a word.",
-  input: z.object({ word: z.string().max(64) }).strict(),
-  output: z.object({ word: z.string() }),
-  actionType: "compute",
-  effect: "none",
-  requiredAllowlist: ["otlp:use"],
-  risk: "low",
-  approval: "never",
-  runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
-  untrustedOutput: false,
-  handler: (input) => ({ word: input.word }),
+  await receiver.close();
 });
 
 const attr = (span: OtlpSpan, key: string): unknown => {
@@ -71,14 +36,8 @@ const attr = (span: OtlpSpan, key: string): unknown => {
 
 describe("OTLP over HTTP", () => {
   it("a call's spans reach a collector: the root and its step spans, nested, with the gate's attributes and events", async () => {
-    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter({ url }))] });
-    const gate = createGate({
-      registry: createToolRegistry({ families: [defineFamily({ name: "otlp", tools: [echo], permissions: ["otlp:use"] })] }),
-      journal: createMemoryJournal(),
-      secrets: [SECRET],
-      telemetry: { tracerProvider: provider },
-    });
-    const profile = defineProfile({ name: "otlp", allow: ["otlp:use"], maxRisk: "low" });
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter({ url: `${receiver.origin}/v1/traces` }))] });
+    const { gate, profile } = echoGate("otlp", { secrets: [SECRET], telemetry: { tracerProvider: provider } });
     const nothingAllowed = defineProfile({ name: "none", allow: [], maxRisk: "low" });
     const call = { principal: "agent-otlp", tenant: "tenant-otlp", profile, callRef: `ref-${SECRET}` };
     const ok = await gate.invoke("otlp.echo", { word: "hi" }, call);
@@ -87,15 +46,15 @@ describe("OTLP over HTTP", () => {
     await provider.forceFlush();
     await provider.shutdown();
 
-    expect(received.length).toBeGreaterThan(0);
-    for (const r of received) {
+    expect(receiver.received.length).toBeGreaterThan(0);
+    for (const r of receiver.received) {
       expect(r.path).toBe("/v1/traces");
       expect(r.contentType).toMatch(/^application\/json/);
       // Neither the secret nor who called leaves the process (the operator did not opt in).
       expect(r.body).not.toContain(SECRET);
       expect(r.body).not.toContain("agent-otlp");
     }
-    const spans: OtlpSpan[] = received.flatMap((r) =>
+    const spans: OtlpSpan[] = receiver.received.flatMap((r) =>
       (JSON.parse(r.body) as { resourceSpans: { scopeSpans: { scope: { name: string }; spans: OtlpSpan[] }[] }[] }).resourceSpans.flatMap((rs) =>
         rs.scopeSpans.filter((s) => s.scope.name === "@toolgate/core").flatMap((s) => s.spans),
       ),
