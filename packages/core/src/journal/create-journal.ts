@@ -237,18 +237,15 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
           return { request, created: true, receipt: putRequest(tx, request, requestedEvent(request, input.invocationId, true, input.createdAt)) };
         }),
       ),
-    getApproval: (id) =>
-      read(async () => {
-        await records.catchUp();
-        return openRequest(auditKey, checkedRequest(await driver.getRequest(id)));
-      }),
+    getApproval: (id) => read(() => records.verifiedRead(async () => openRequest(auditKey, checkedRequest(await driver.getRequest(id))))),
     listApprovals: (opts = {}) =>
-      read(async () => {
-        await records.catchUp();
-        return (await driver.listRequests({ states: opts.status, limit: limitOf(opts.limit) })).map((row) =>
-          listed("request", row.id, openRequest(auditKey, checkedRequest(row))!, (r) => r.status, opts.status),
-        );
-      }),
+      read(() =>
+        records.verifiedRead(async () =>
+          (await driver.listRequests({ states: opts.status, limit: limitOf(opts.limit) })).map((row) =>
+            listed("request", row.id, openRequest(auditKey, checkedRequest(row))!, (r) => r.status, opts.status),
+          ),
+        ),
+      ),
     decideApproval: (id, decision) =>
       caughtUp(() =>
         write({ requests: [id] }, (tx) => {
@@ -283,26 +280,28 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
       read(async () => {
         const bad = badRecordRef(kind, id);
         if (bad) throw bad;
-        await records.catchUp();
-        const row = await driver.getRecord(kind, id);
-        records.check(kind, id, row);
-        return openRecord(auditKey, kind, row)?.value;
+        return records.verifiedRead(async () => {
+          const row = await driver.getRecord(kind, id);
+          records.check(kind, id, row);
+          return openRecord(auditKey, kind, row)?.value;
+        });
       }),
     listRecords: (kind) =>
       read(async () => {
         const bad = badRecordRef(kind, "-");
         if (bad) throw bad;
-        await records.catchUp();
-        const rows = await driver.listRecords(kind);
-        const listed = new Set(rows.map((row) => row.id));
-        // A record the verified chain names whose row is gone, its subject column cleared too.
-        const gone = records.ids(kind).filter((id) => !listed.has(id));
-        if (gone.length > 0)
-          throw tampered(`record:${kind}`, gone[0]!, "missing", "is missing, though the audit chain recorded it (deleted outside the journal)");
-        return rows.map((row) => {
-          records.check(kind, row.id, row);
-          const { id, value } = openRecord(auditKey, kind, row)!;
-          return { id, value };
+        return records.verifiedRead(async () => {
+          const rows = await driver.listRecords(kind);
+          const listed = new Set(rows.map((row) => row.id));
+          // A record the verified chain names whose row is gone, its subject column cleared too.
+          const gone = records.ids(kind).filter((id) => !listed.has(id));
+          if (gone.length > 0)
+            throw tampered(`record:${kind}`, gone[0]!, "missing", "is missing, though the audit chain recorded it (deleted outside the journal)");
+          return rows.map((row) => {
+            records.check(kind, row.id, row);
+            const { id, value } = openRecord(auditKey, kind, row)!;
+            return { id, value };
+          });
         });
       }),
     updateRecord: (kind, id, fn) => {

@@ -26,6 +26,14 @@ export interface RecordIndex {
   check(kind: string, id: string, row: StoredRow): void;
   /** The ids of `kind` the verified chain names, for a list to refuse the ones whose row is gone. */
   ids(kind: string): readonly string[];
+  /**
+   * Catch up, then run `read` (rows read outside a write transaction, each checked). Another
+   * caller's walk may move the index on while the rows are read, so a row read just before its
+   * newer version was walked looks restated (or a record created meanwhile looks deleted): a
+   * refusal while the index moved is read again (at most 5 times); one while it stood still is
+   * tampering.
+   */
+  verifiedRead<T>(read: () => Promise<T>): Promise<T>;
 }
 
 const PAGE = 1000;
@@ -72,12 +80,25 @@ export function recordIndex(driver: JournalDriver, auditKey: AuditKey): RecordIn
     }
   };
 
+  const catchUp = async (): Promise<void> => {
+    if (broken) throw broken;
+    // Callers at the same time share one walk.
+    walking ??= walk().finally(() => (walking = undefined));
+    await walking;
+  };
+
   return {
-    async catchUp() {
-      if (broken) throw broken;
-      // Callers at the same time share one walk.
-      walking ??= walk().finally(() => (walking = undefined));
-      await walking;
+    catchUp,
+    async verifiedRead(read) {
+      for (let tries = 1; ; tries++) {
+        await catchUp();
+        const at = head.seq;
+        try {
+          return await read();
+        } catch (error) {
+          if (!ToolError.is(error, "journal_tampered") || broken || head.seq === at || tries >= 5) throw error;
+        }
+      }
     },
     check(kind, id, row) {
       if (broken) throw broken;
