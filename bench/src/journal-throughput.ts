@@ -70,7 +70,8 @@ async function measureStore(label: string, journal: Journal): Promise<string[]> 
   const effectUnderLimit = async (): Promise<void> => {
     // The same call under a profile with one window limit: its count is charged with the intent.
     const result = await gate.invoke("bench.append_line", { line: "an audited side effect", n: n++ }, limited);
-    if (result.status !== "ok") throw new Error(`bench call failed: ${result.status} ${"code" in result ? result.code : ""} ${"message" in result ? result.message : ""}`);
+    if (result.status !== "ok")
+      throw new Error(`bench call failed: ${result.status} ${"code" in result ? result.code : ""} ${"message" in result ? result.message : ""}`);
   };
   const out: string[] = [];
   for (const [tool, fn] of [
