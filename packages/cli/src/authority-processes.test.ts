@@ -113,10 +113,12 @@ for (const store of stores)
       const approved = await toolgate("approvals", "approve", id);
       expect(approved.code, approved.stderr).toBe(0);
       const retries = await Promise.all([toolgate(...args), toolgate(...args)]);
-      // One ran it; the other got its recorded result (the same call, the same derived key), or asks anew.
+      // One ran it; the other got its recorded result (the same call, the same derived key), asks anew,
+      // or — while the first is still running under that key — is told so (idempotency_in_flight).
       const ran = retries.filter((r) => r.code === 0 && !r.stdout.includes("replayed"));
       expect(ran, JSON.stringify(retries)).toHaveLength(1);
-      for (const r of retries) expect(r.code === 0 || r.code === 4, r.stdout + r.stderr).toBe(true);
+      const stillRunning = (r: { code: number | null; stdout: string }) => r.code === 1 && r.stdout.includes("idempotency_in_flight");
+      for (const r of retries) expect(r.code === 0 || r.code === 4 || stillRunning(r), r.stdout + r.stderr).toBe(true);
       const events = await auditEvents();
       expect(events.filter((e) => e.type === "intent.recorded" && e.toolId === "notes.save_note")).toHaveLength(1);
       expect(events.filter((e) => e.type === "approval.consumed")).toHaveLength(1);
