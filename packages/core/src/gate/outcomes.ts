@@ -24,7 +24,7 @@ const TRANSIENT_CODES: ReadonlySet<string> = new Set([
 ]);
 
 /** A tool id the model asked for may be anything, a secret too: redacted, then cut. */
-const toolIdOf = (env: GateEnv, c: CallStart): string => c.tool?.manifest.id ?? redactedPrefix(env.redactor, safeText(c.requestedId), 128);
+export const toolIdOf = (env: GateEnv, c: CallStart): string => c.tool?.manifest.id ?? redactedPrefix(env.redactor, safeText(c.requestedId), 128);
 
 /** Append one audit event for this call; null when the journal could not record it. */
 export async function audit(env: GateEnv, c: CallStart, type: string, data: Record<string, unknown>): Promise<JournalReceipt | null> {

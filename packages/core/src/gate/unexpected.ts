@@ -6,18 +6,20 @@ import { ToolError, type EffectBoundary } from "../errors.js";
 import type { CallStart, Runnable } from "./call-state.js";
 import type { GateEnv } from "./env.js";
 import { redactedPrefix } from "./foreign-text.js";
-import { audit } from "./outcomes.js";
+import { audit, errorText, toolIdOf } from "./outcomes.js";
 import type { ErrorResult } from "./results.js";
 
 export async function unexpectedFailure(env: GateEnv, c: CallStart, cause: unknown): Promise<ErrorResult> {
   // Once the intent is journaled the body may have started: say so, and leave the entry to recovery.
   const boundary: EffectBoundary = (c as Partial<Runnable>).intent === undefined ? "pre_effect_refusal" : "effect_state_unknown";
-  const error = ToolError.is(cause) ? cause : new ToolError("handler_failed", `the gate failed while running the call: ${describe(env, cause)}`, { cause });
+  const error = ToolError.is(cause)
+    ? cause
+    : new ToolError("handler_failed", `the gate failed while running the call: ${redactedPrefix(env.redactor, errorText(cause), 300)}`, { cause });
   const message = env.redactor.redactText(error.message);
   const receipt = await audit(env, c, "call.failed", { code: error.code, message, boundary, inputHash: c.inputHash ?? null });
   return {
     status: "error",
-    toolId: c.tool?.manifest.id ?? redactedPrefix(env.redactor, typeof c.requestedId === "string" ? c.requestedId : "unknown", 128),
+    toolId: toolIdOf(env, c),
     invocationId: c.invocationId,
     receipt,
     code: error.code,
@@ -25,12 +27,4 @@ export async function unexpectedFailure(env: GateEnv, c: CallStart, cause: unkno
     boundary,
     retryable: false,
   };
-}
-
-function describe(env: GateEnv, cause: unknown): string {
-  try {
-    return redactedPrefix(env.redactor, cause instanceof Error ? cause.message : String(cause), 300);
-  } catch {
-    return "unprintable";
-  }
 }

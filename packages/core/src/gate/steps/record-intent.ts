@@ -54,15 +54,7 @@ async function consumeGrantAlone(c: Intended, grant: GrantCheck, env: GateEnv): 
   try {
     outcome = await env.journal.consumeGrant(
       grant,
-      {
-        type: "approval.used",
-        at: env.iso(),
-        invocationId: c.invocationId,
-        toolId: c.manifest.id,
-        principal: c.call.principal,
-        tenant: c.call.tenant,
-        data: { requestId: grant.requestId },
-      },
+      { type: "approval.used", at: env.iso(), ...identity(c), data: { requestId: grant.requestId } },
       c.charges ? { charges: c.charges } : undefined,
     );
   } catch (cause) {
