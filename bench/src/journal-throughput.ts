@@ -2,12 +2,13 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { createGate, createToolRegistry, defineFamily, defineProfile, defineTool, type Journal } from "@toolgate/core";
+import { createGate, createToolRegistry, defineFamily, defineProfile, type Journal } from "@toolgate/core";
 import { connectPostgresJournal } from "@toolgate/store-postgres";
 import { openSqliteJournal } from "@toolgate/store-sqlite";
-import { z } from "zod";
+import { appendLineTool } from "./append-line-tool.js";
 import { countWordsTool } from "./count-words-tool.js";
 import { postgresServer } from "./postgres-server.js";
+import { target } from "./targets.js";
 
 const MEASURE_MS = 2000;
 const WARMUP_CALLS = 300;
@@ -28,7 +29,12 @@ export async function benchJournalThroughput(): Promise<string[]> {
   try {
     for (const synchronous of ["normal", "full"] as const) {
       const journal = await openSqliteJournal(join(dir, `${synchronous}.db`), { auditKey, synchronous });
-      lines.push(...(await measureStore(`sqlite ${synchronous.toUpperCase()}`, journal)));
+      const { out, effectInFlight } = await measureStore(`sqlite ${synchronous.toUpperCase()}`, journal);
+      lines.push(...out);
+      if (synchronous === "full") {
+        const label = `sqlite FULL, side-effectful, ${IN_FLIGHT} in flight`;
+        lines.push(target({ label, value: effectInFlight, unit: "calls/s", direction: "at-least", target: 20_000 }));
+      }
       await journal.close();
     }
   } finally {
@@ -43,7 +49,7 @@ export async function benchJournalThroughput(): Promise<string[]> {
       const schema = `bench_${randomBytes(4).toString("hex")}`;
       const journal = await connectPostgresJournal(server.url, { auditKey, schema, poolSize: IN_FLIGHT });
       try {
-        lines.push(...(await measureStore("postgres", journal)));
+        lines.push(...(await measureStore("postgres", journal)).out);
       } finally {
         await journal.close();
       }
@@ -54,7 +60,7 @@ export async function benchJournalThroughput(): Promise<string[]> {
   return lines;
 }
 
-async function measureStore(label: string, journal: Journal): Promise<string[]> {
+async function measureStore(label: string, journal: Journal): Promise<{ out: string[]; effectInFlight: number }> {
   const { gate, call, limited } = benchGate(journal);
   let n = 0;
   const pure = async (): Promise<void> => {
@@ -73,6 +79,7 @@ async function measureStore(label: string, journal: Journal): Promise<string[]> 
       throw new Error(`bench call failed: ${result.status} ${"code" in result ? result.code : ""} ${"message" in result ? result.message : ""}`);
   };
   const out: string[] = [];
+  let effectInFlight = NaN;
   for (const [tool, fn] of [
     ["pure tool", pure],
     ["side-effectful tool", effect],
@@ -80,11 +87,12 @@ async function measureStore(label: string, journal: Journal): Promise<string[]> 
   ] as const) {
     const sequential = await callsPerSecond(fn, 1);
     const parallel = await callsPerSecond(fn, IN_FLIGHT);
+    if (fn === effect) effectInFlight = parallel;
     out.push(
       `${`${label}, ${tool}`.padEnd(38)} ${fmt(sequential).padStart(9)} calls/s sequential   ${fmt(parallel).padStart(9)} calls/s with ${IN_FLIGHT} in flight`,
     );
   }
-  return out;
+  return { out, effectInFlight };
 }
 
 async function callsPerSecond(fn: () => Promise<void>, inFlight: number): Promise<number> {
@@ -109,27 +117,9 @@ const fmt = (n: number): string => Math.round(n).toLocaleString("en-US");
 
 function benchGate(journal: Journal) {
   const lines: string[] = [];
-  const appendLine = defineTool({
-    id: "bench.append_line",
-    title: "Append a line",
-    description: "Append a line to an in-memory log. Cannot be undone.",
-    input: z.object({ line: z.string().max(200), n: z.number().int() }),
-    output: z.object({ length: z.number().int() }),
-    actionType: "log-write",
-    effect: "write",
-    requiredAllowlist: ["bench:write"],
-    risk: "low",
-    approval: "never",
-    idempotent: false,
-    retryable: false,
-    reversible: false,
-    runtimeIsolation: { network: "none", filesystem: "none", secrets: "none", subprocess: "none" },
-    untrustedOutput: false,
-    target: (args) => `line ${args.n}`,
-    handler: (args) => {
-      if (lines.length > 10_000) lines.length = 0;
-      return { length: lines.push(args.line) };
-    },
+  const appendLine = appendLineTool("bench", (args) => {
+    if (lines.length > 10_000) lines.length = 0;
+    return { length: lines.push(args.line) };
   });
   const registry = createToolRegistry({
     families: [defineFamily({ name: "bench", tools: [countWordsTool, appendLine], permissions: ["bench:read", "bench:write"] })],

@@ -29,11 +29,6 @@ export async function compareMicros(
   return result;
 }
 
-/** Median microseconds per call of one function. */
-export async function medianMicros(fn: () => unknown, options: { rounds?: number; batchSize?: number; warmup?: number } = {}): Promise<number> {
-  return (await compareMicros({ fn }, options))["fn"]!;
-}
-
 export function row(label: string, micros: number, baseline?: number): string {
   const ratio = baseline === undefined ? "" : `  ×${(micros / baseline).toFixed(1)} vs bare`;
   return `${label.padEnd(44)} ${micros.toFixed(3).padStart(9)} µs${ratio}`;

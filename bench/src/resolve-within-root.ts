@@ -2,7 +2,8 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createRootGuard, resolveWithinRoot } from "@toolgate/core/boundary";
-import { medianMicros, row } from "./measure.js";
+import { compareMicros, row } from "./measure.js";
+import { target } from "./targets.js";
 
 /** Path containment on a 6-level path: the cost every filesystem tool pays per name it is given. */
 export async function benchResolveWithinRoot(): Promise<string[]> {
@@ -16,20 +17,27 @@ export async function benchResolveWithinRoot(): Promise<string[]> {
     const guard = createRootGuard(root);
     const expected = path.join(guard.root, candidate);
 
-    const bare = await medianMicros(() => realpath(absolute));
-    const perCall = await medianMicros(async () => {
-      if ((await resolveWithinRoot(root, candidate)) !== expected) throw new Error("bench path resolved wrongly");
-    });
-    const guarded = await medianMicros(async () => {
-      if ((await guard.resolve(candidate)) !== expected) throw new Error("bench path resolved wrongly");
-    });
-    const missing = await medianMicros(() => guard.resolve("l1/l2/l3/l4/l5/new.txt", { allowMissing: true }));
+    const m = await compareMicros(
+      {
+        bare: () => realpath(absolute),
+        perCall: async () => {
+          if ((await resolveWithinRoot(root, candidate)) !== expected) throw new Error("bench path resolved wrongly");
+        },
+        guarded: async () => {
+          if ((await guard.resolve(candidate)) !== expected) throw new Error("bench path resolved wrongly");
+        },
+        missing: () => guard.resolve("l1/l2/l3/l4/l5/new.txt", { allowMissing: true }),
+      },
+      { rounds: 150, batchSize: 100, warmup: 1000 },
+    );
+    const { bare, perCall, guarded, missing } = m as Record<"bare" | "perCall" | "guarded" | "missing", number>;
     return [
-      "resolveWithinRoot — 6-level path (median of 200 batches × 200 calls)",
+      "resolveWithinRoot — 6-level path (median of 150 interleaved rounds × 100 calls)",
       row("fs.realpath alone", bare),
       row("resolveWithinRoot(root, path)", perCall, bare),
       row("createRootGuard(root).resolve(path)", guarded, bare),
       row("guard.resolve, missing leaf (allowMissing)", missing, bare),
+      target({ label: "resolveWithinRoot, 6-level path", value: perCall, unit: "µs", direction: "at-most", target: 20 }),
     ];
   } finally {
     await rm(base, { recursive: true, force: true });

@@ -1,12 +1,15 @@
-// A Toolgate tool process with the benchmark's trivial tool, over stdio.
+// A Toolgate tool process with the benchmark's trivial tool, over stdio: `count_words`, and the same
+// body as `count_words_read`, which the host governs as a read (for the informational row).
 import { processTool, serveToolProcess } from "@toolgate/process/sdk";
 import { z } from "zod";
 
-const countWords = processTool({
-  name: "count_words",
-  description: "Count words.",
-  input: z.object({ text: z.string().max(10_000) }),
-  requiredScope: "text:read",
-  handler: ({ text }) => ({ words: text.split(" ").length }),
-});
-await serveToolProcess({ name: "bench_process", tools: [countWords] });
+const tools = ["count_words", "count_words_read"].map((name) =>
+  processTool({
+    name,
+    description: "Count words.",
+    input: z.object({ text: z.string().max(10_000) }),
+    requiredScope: "text:read",
+    handler: ({ text }) => ({ words: text.split(" ").length }),
+  }),
+);
+await serveToolProcess({ name: "bench_process", tools });
