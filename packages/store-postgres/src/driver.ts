@@ -20,6 +20,27 @@ export interface PostgresDriverOptions {
   readonly maxBatch: number;
   /** End the pool on close (it was made for this journal). */
   readonly ownsPool: boolean;
+  /** Told after each committed batch how long it took (see {@link PostgresBatchTiming}). */
+  readonly onBatch?: ((timing: PostgresBatchTiming) => void) | undefined;
+}
+
+/**
+ * One committed batch, timed on the client: every writer waits for the audit head row lock, so
+ * the time a batch holds it bounds the whole fleet's rate. Milliseconds.
+ */
+export interface PostgresBatchTiming {
+  /** Calls the batch held. */
+  readonly calls: number;
+  /** Transactions it took (more than one after a deadlock or serialization retry). */
+  readonly attempts: number;
+  /** From asking for the lock to holding it: the wait for other writers plus one round trip. */
+  readonly lockMs: number;
+  /** Holding the lock: reading the declared rows, until their rows are back. */
+  readonly fetchMs: number;
+  /** Holding the lock: running the calls in this process (sealing rows and events). */
+  readonly runMs: number;
+  /** Holding the lock: writing the batch and committing it (the commit waits for its fsync). */
+  readonly commitMs: number;
 }
 
 interface QueuedOp {
@@ -141,11 +162,16 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     }
     let retryAlone = false;
     try {
+      const asked = performance.now();
+      let locked = asked;
+      let fetched = asked;
+      let ran = asked;
       for (let attempt = 1; ; attempt++) {
         const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
         try {
-          const locked = (await client.query(q.beginAndLockHead)) as unknown as pg.QueryResult<{ seq: string; mac: string }>[];
-          const row = locked[1]?.rows[0];
+          const lockResult = (await client.query(q.beginAndLockHead)) as unknown as pg.QueryResult<{ seq: string; mac: string }>[];
+          locked = performance.now();
+          const row = lockResult[1]?.rows[0];
           if (!row) throw new ToolError("journal_failed", `journal schema ${schema} has no audit head`);
           let head = { seq: Number(row.seq), mac: row.mac };
 
@@ -198,6 +224,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
               }
             }
           }
+          fetched = performance.now();
           const entryRow = (key: string): StoredRow => ({ id: key, text: entries.get(key), latest: latestLinks.get(`entry:${key}`) });
           const requestRow = (id: string): StoredRow => ({ id, text: requests.get(id)?.text, latest: latestLinks.get(`request:${id}`) });
           const dirtyEntries = new Map<string, StoredEntry>();
@@ -264,6 +291,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
               outcomes.push({ ok: false, error });
             }
           }
+          ran = performance.now();
           // Rows go out in the order the batch first wrote them, so new rows' ids (and list order)
           // follow creation order.
           const e = [...dirtyEntries.values()];
@@ -308,6 +336,15 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           const outcome = outcomes[i]!;
           if (outcome.ok) op.resolve(outcome.value);
           else op.reject(failure(outcome.error));
+        });
+        const done = performance.now();
+        options.onBatch?.({
+          calls: batch.length,
+          attempts: attempt,
+          lockMs: locked - asked,
+          fetchMs: fetched - locked,
+          runMs: ran - fetched,
+          commitMs: done - ran,
         });
         return;
       }

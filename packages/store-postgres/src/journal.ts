@@ -2,7 +2,7 @@ import pg from "pg";
 import { ToolError, type Journal } from "@toolgate/core";
 import { type AuditKey } from "@toolgate/core/operator";
 import { auditKeyCheck, createJournal } from "@toolgate/core/store-kit";
-import { postgresDriver } from "./driver.js";
+import { postgresDriver, type PostgresBatchTiming } from "./driver.js";
 import { migrate, POSTGRES_SCHEMA_VERSION, SCHEMA_NAME } from "./schema.js";
 
 export interface PostgresJournalOptions {
@@ -19,6 +19,11 @@ export interface PostgresJournalOptions {
    * not its output). Side-effectful results always keep theirs. See `CreateJournalOptions`.
    */
   readonly retainReadOutputs?: boolean;
+  /**
+   * Told after each committed batch how many calls it held and how long it waited for and held
+   * the audit head row lock (for load tests and metrics; it must not throw).
+   */
+  readonly onBatch?: (timing: PostgresBatchTiming) => void;
 }
 
 export interface PostgresJournal extends Journal {
@@ -57,6 +62,9 @@ export async function connectPostgresJournal(target: string | pg.Pool, options: 
       : new ToolError("journal_failed", `could not open journal schema ${schema}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 
-  const journal = createJournal(postgresDriver(pool, { schema, maxBatch, ownsPool }), { auditKey, retainReadOutputs: options.retainReadOutputs === true });
+  const journal = createJournal(postgresDriver(pool, { schema, maxBatch, ownsPool, onBatch: options.onBatch }), {
+    auditKey,
+    retainReadOutputs: options.retainReadOutputs === true,
+  });
   return { ...journal, kind: "postgres", schema, schemaVersion: POSTGRES_SCHEMA_VERSION };
 }
