@@ -3,8 +3,19 @@
  * scoped by the gate to the manifest that declared it.
  */
 export interface ToolContext {
-  /** Aborts on the caller's cancellation or at the manifest's deadline. Pass it on. */
+  /**
+   * Aborts on the caller's cancellation or at the manifest's deadline. Pass it on. Reading it makes
+   * an AbortController for this call; a body that only needs to learn of the abort uses `onAbort`.
+   */
   readonly signal: AbortSignal;
+  /**
+   * Call `listener` once, with the reason (an Error), when the caller cancels or the deadline
+   * passes: the same moments `signal` aborts, without making a controller. If the call is already
+   * cancelled or past its deadline, `listener` is called synchronously, before `onAbort` returns.
+   * Once the body has ended without an abort it is never called. A listener that throws is ignored.
+   * Returns an unsubscribe (idempotent); call it when the work it guards is done.
+   */
+  onAbort(listener: (reason: Error) => void): () => void;
   /** The call's idempotency key. Forward it to the provider wherever the provider has one. */
   readonly idempotencyKey: string;
   /** Who and what this call is, for the body's own records. */

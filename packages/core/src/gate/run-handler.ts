@@ -5,15 +5,22 @@ export type HandlerOutcome =
   /** Cancelled or past its deadline while running; `late` settles when the body finally does. */
   | { readonly kind: "aborted"; readonly why: "timeout" | "cancelled"; readonly late: Promise<unknown> };
 
+/** One `onAbort` subscription; `listener` is cleared once called or unsubscribed (at most one call). */
+interface AbortSubscription {
+  listener: ((reason: Error) => void) | undefined;
+}
+
 /**
  * One running body: its deadline, the caller's cancellation, and the signal it sees. The
  * AbortController is made only when the body asks for `signal` — most bodies never do, and it is a
- * large share of a small call's cost.
+ * large share of a small call's cost. `onAbort` tells a body the same without any controller.
  */
 export class HandlerRun {
   private controller: AbortController | undefined;
   private abortedWhy: Error | undefined;
   private timedOut = false;
+  private finished = false;
+  private subscriptions: AbortSubscription[] | undefined;
   private wake: ((outcome: HandlerOutcome) => void) | undefined;
   private late: Promise<unknown> | undefined;
 
@@ -30,6 +37,25 @@ export class HandlerRun {
       else this.listenToCaller();
     }
     return this.controller.signal;
+  }
+
+  /**
+   * Call `listener` once, with the reason, when the caller cancels or the deadline passes. Already
+   * aborted: it is called synchronously, before `onAbort` returns. The body already ended without an
+   * abort: never. A listener that throws is ignored. Returns an unsubscribe (idempotent).
+   */
+  onAbort(listener: (reason: Error) => void): () => void {
+    if (this.abortedWhy) {
+      callQuietly(listener, this.abortedWhy);
+      return noop;
+    }
+    if (this.finished) return noop;
+    const subscription: AbortSubscription = { listener };
+    (this.subscriptions ??= []).push(subscription);
+    this.listenToCaller();
+    return () => {
+      subscription.listener = undefined;
+    };
   }
 
   get aborted(): boolean {
@@ -49,7 +75,7 @@ export class HandlerRun {
     try {
       returned = body();
     } catch (error) {
-      this.stopListening();
+      this.finish();
       return { kind: "threw", error };
     }
     let pending: Promise<unknown> | undefined;
@@ -57,11 +83,11 @@ export class HandlerRun {
       // Adopting a thenable reads its `then` once more; a getter that throws there is the body's failure.
       if (isThenable(returned)) pending = Promise.resolve(returned);
     } catch (error) {
-      this.stopListening();
+      this.finish();
       return { kind: "threw", error };
     }
     if (pending === undefined) {
-      this.stopListening();
+      this.finish();
       return { kind: "returned", value: returned };
     }
     this.late = pending;
@@ -69,7 +95,7 @@ export class HandlerRun {
       const deadline = setTimeout(() => this.abort(true), this.timeoutMs);
       this.wake = (outcome) => {
         clearTimeout(deadline);
-        this.stopListening();
+        this.finish();
         this.wake = undefined;
         resolve(outcome);
       };
@@ -99,6 +125,13 @@ export class HandlerRun {
     this.listening = false;
   }
 
+  /** The body ended (or was cut off): nothing more to listen to, no listener left to call. */
+  private finish(): void {
+    this.finished = true;
+    this.subscriptions = undefined;
+    this.stopListening();
+  }
+
   private abortedOutcome(): HandlerOutcome {
     return { kind: "aborted", why: this.why, late: this.late ?? Promise.resolve(undefined) };
   }
@@ -108,9 +141,28 @@ export class HandlerRun {
     this.timedOut = deadline;
     this.abortedWhy = deadline ? new Error("deadline") : callerReason(this.callerSignal);
     this.controller?.abort(this.abortedWhy);
+    const subscriptions = this.subscriptions;
+    this.subscriptions = undefined;
+    if (subscriptions) for (const subscription of subscriptions) notify(subscription, this.abortedWhy);
     this.wake?.(this.abortedOutcome());
   }
 }
+
+function notify(subscription: AbortSubscription, reason: Error): void {
+  const listener = subscription.listener;
+  subscription.listener = undefined;
+  if (listener) callQuietly(listener, reason);
+}
+
+function callQuietly(listener: (reason: Error) => void, reason: Error): void {
+  try {
+    listener(reason);
+  } catch {
+    // a listener's failure is the body's own; it must not stop the abort or the other listeners
+  }
+}
+
+const noop = (): void => undefined;
 
 function callerReason(signal: AbortSignal | undefined): Error {
   const reason: unknown = signal?.reason;

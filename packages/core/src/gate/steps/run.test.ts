@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { ConnectorRuntime } from "../../context.js";
+import type { ConnectorRuntime, ToolContext } from "../../context.js";
 import { ToolError } from "../../errors.js";
 import { defineTool } from "../../manifest.js";
 import { setup, approve, base } from "../fixtures/gate-harness.js";
+import { tool as oneTool } from "../fixtures/one-tool.js";
 
 describe("gate step: run", () => {
   it("8. cancellation: an aborted signal stops the call; the body sees the abort", async () => {
@@ -21,6 +22,30 @@ describe("gate step: run", () => {
       code: "cancelled",
       boundary: "pre_effect_refusal",
     });
+  });
+
+  it("8. a body hears cancellation and its deadline through ctx.onAbort", async () => {
+    const heard: string[] = [];
+    const waiting = oneTool({
+      id: "notes.wait_for_abort",
+      requiredAllowlist: ["notes:read"],
+      effect: "none",
+      timeoutMs: 50,
+      handler: (_input: unknown, ctx: ToolContext) =>
+        new Promise((resolve) => {
+          ctx.onAbort((reason) => {
+            heard.push(reason.message);
+            resolve({});
+          });
+        }),
+    });
+    const { gate } = setup({ extraTools: [waiting] });
+    const controller = new AbortController();
+    const pending = gate.invoke("notes.wait_for_abort", {}, { ...base, signal: controller.signal });
+    setTimeout(() => controller.abort(new Error("stop now")), 5);
+    expect(await pending).toMatchObject({ status: "error", code: "cancelled" });
+    expect(await gate.invoke("notes.wait_for_abort", {}, base)).toMatchObject({ status: "error", code: "timeout" });
+    expect(heard).toEqual(["stop now", "deadline"]);
   });
 
   it("8. a handler that ignores its deadline gets timeout + effect_state_unknown; its late result is journaled, never returned", async () => {

@@ -65,6 +65,7 @@ function contextFor(env: GateEnv, c: Runnable, run: HandlerRun, connector: Conne
     get signal() {
       return run.signal;
     },
+    onAbort: (listener: (reason: Error) => void) => run.onAbort(listener),
     idempotencyKey: c.key,
     effect: identity(c),
     plan: c.plan,
