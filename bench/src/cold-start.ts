@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -10,10 +11,12 @@ import { target } from "./targets.js";
 const STARTS = 7;
 
 const median = (list: number[]): number => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
+/** A figure with no target, aligned with the target lines. */
+const beside = (label: string, ms: number): string => `${label.padEnd(58)} ${`${ms.toFixed(0)} ms`.padStart(14)}`;
 const since = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
 
-/** Milliseconds from spawning a gated tool process (default sandbox) to its first result through the gate. */
-async function toolProcessStart(): Promise<number> {
+/** Milliseconds from spawning a gated tool process to its handshake's end and to its first result through the gate. */
+async function toolProcessStart(sandbox: "auto" | "none"): Promise<{ ready: number; total: number }> {
   const start = process.hrtime.bigint();
   const handle = await startToolProcess({
     name: "bench_process",
@@ -21,14 +24,16 @@ async function toolProcessStart(): Promise<number> {
     args: [`${childrenDir}tool-process.js`],
     expectedScopes: { count_words: "text:read" },
     tools: { count_words: { effect: "none", risk: "low" } },
+    sandbox,
     onLog: () => undefined,
   });
+  const ready = since(start);
   try {
     const gate = createGate({ registry: createToolRegistry({ families: [handle.family] }), journal: createMemoryJournal() });
     const profile = defineProfile({ name: "bench", allow: handle.family.permissions, maxRisk: "low" });
     const result = await gate.invoke("bench_process.count_words", mcpArgs, { principal: "bench-agent", tenant: "bench", profile });
     if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);
-    return since(start);
+    return { ready, total: since(start) };
   } finally {
     await handle.stop();
   }
@@ -47,23 +52,45 @@ async function mcpStdioStart(): Promise<number> {
   }
 }
 
+/** Milliseconds from spawning a bare node child to its first byte on stdout: the floor under both. */
+function bareNodeStart(): Promise<number> {
+  const start = process.hrtime.bigint();
+  const child = spawn(process.execPath, ["-e", "process.stdout.write('x')"], { stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.stdout.once("data", () => resolve(since(start)));
+  });
+}
+
 /** Cold start: spawn to first result, ours and the MCP SDK's, started alternately. */
 export async function benchColdStart(): Promise<string[]> {
   const ours: number[] = [];
   const theirs: number[] = [];
-  await toolProcessStart(); // one of each first, not counted: the files are read into the page cache
+  const handshakes: number[] = [];
+  const unsandboxed: number[] = [];
+  const bare: number[] = [];
+  await toolProcessStart("auto"); // one of each first, not counted: the files are read into the page cache
   await mcpStdioStart();
   for (let i = 0; i < STARTS; i++) {
-    ours.push(await toolProcessStart());
+    const { ready, total } = await toolProcessStart("auto");
+    handshakes.push(ready);
+    ours.push(total);
     theirs.push(await mcpStdioStart());
+    unsandboxed.push((await toolProcessStart("none")).total);
+    bare.push(await bareNodeStart());
   }
   const bwrap = (process.env["PATH"] ?? "").split(delimiter).some((dir) => dir !== "" && existsSync(join(dir, "bwrap")));
   const ms = (list: number[]) => list.map((v) => v.toFixed(0)).join(" ");
   return [
-    `cold start — spawn to first result, median of ${STARTS} starts each, alternating (our sandbox: ${bwrap ? "bubblewrap" : "none, bwrap is not on PATH"})`,
+    `cold start — spawn to first result, median of ${STARTS} starts each, alternating (our default sandbox: ${bwrap ? "bubblewrap" : "none, bwrap is not on PATH"})`,
     `  gated tool process, ms: ${ms(ours)}`,
     `  MCP SDK stdio, ms:      ${ms(theirs)}`,
+    `  ours, no sandbox, ms:   ${ms(unsandboxed)}`,
+    `  bare node, ms:          ${ms(bare)}`,
     target({ label: "cold start, gated tool process", value: median(ours), unit: "ms", direction: "at-most", target: 150 }),
-    `${"cold start, MCP SDK stdio (beside it, no target)".padEnd(58)} ${`${median(theirs).toFixed(0)} ms`.padStart(14)}`,
+    beside("cold start, MCP SDK stdio (beside it, no target)", median(theirs)),
+    beside("  of which spawn to handshake done (ours, sandboxed)", median(handshakes)),
+    beside("cold start, ours with sandbox none (for information)", median(unsandboxed)),
+    beside("a bare node child, spawn to first output (the floor)", median(bare)),
   ];
 }

@@ -3,6 +3,7 @@ import { benchColdStart } from "./cold-start.js";
 import { benchGateOverhead } from "./gate-overhead.js";
 import { benchJournalThroughput } from "./journal-throughput.js";
 import { benchMcpComparison } from "./mcp-comparison.js";
+import { benchPostgresFleet } from "./postgres-fleet.js";
 import { benchResolveWithinRoot } from "./resolve-within-root.js";
 import { loadText, targetSummary } from "./targets.js";
 
@@ -10,6 +11,7 @@ const sections: [string, () => Promise<string[]>][] = [
   ["gate", benchGateOverhead],
   ["paths", benchResolveWithinRoot],
   ["journal", benchJournalThroughput],
+  ["fleet", benchPostgresFleet],
   ["mcp", benchMcpComparison],
   ["cold", benchColdStart],
 ];
