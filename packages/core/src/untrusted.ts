@@ -61,7 +61,7 @@ const RULES: readonly Rule[] = [
 ];
 
 /** Characters that render as nothing; stripped before matching. */
-const INVISIBLE =
+export const INVISIBLE =
   /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180E\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0]|\uDB40[\uDC00-\uDC7F]/g;
 /**
  * Invisible characters whose presence is itself suspicious: tag characters (U+E0000–U+E007F, which
@@ -69,12 +69,12 @@ const INVISIBLE =
  * (U+202A–U+202E, U+2066–U+2069). Exempt: a leading byte-order mark, a zero-width joiner or
  * non-joiner inside an emoji or a word of a script that needs them, an emoji flag's tag sequence.
  */
-const SUSPICIOUS = /[\u200B-\u200D\u2060\uFEFF\u202A-\u202E\u2066-\u2069]|\uDB40[\uDC00-\uDC7F]/g;
+export const SUSPICIOUS = /[\u200B-\u200D\u2060\uFEFF\u202A-\u202E\u2066-\u2069]|\uDB40[\uDC00-\uDC7F]/g;
 /** Accents and other non-spacing marks: "ÍǴŃÓŔÉ" and a dotted capital I read as the plain letters. */
-const COMBINING_MARKS = /\p{Mn}/gu;
+export const COMBINING_MARKS = /\p{Mn}/gu;
 const LINE_BREAKS = /\r\n|[\r\n\v\f\u0085\u2028\u2029]/g;
 const JOINER_CONTEXT = /[\p{Extended_Pictographic}\p{Emoji_Modifier}\uFE0F]|(?![\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}])[\p{L}\p{M}]/u;
-const FLAG_TAGS = /\u{1F3F4}(?:\u{E0020}|[\u{E0021}-\u{E007E}])+\u{E007F}/gu;
+export const FLAG_TAGS = /\u{1F3F4}(?:\u{E0020}|[\u{E0021}-\u{E007E}])+\u{E007F}/gu;
 
 /**
  * Look-alike letters folded to the Latin letter they imitate (before case folding): Cyrillic and
@@ -82,7 +82,7 @@ const FLAG_TAGS = /\u{1F3F4}(?:\u{E0020}|[\u{E0021}-\u{E007E}])+\u{E007F}/gu;
  * mathematical, circled and other compatibility forms are already folded by NFKC. Not covered:
  * look-alikes outside this list (e.g. Cherokee, Armenian, Latin small capitals), digits for letters.
  */
-const LOOKALIKES: Readonly<Record<string, string>> = {
+export const LOOKALIKES: Readonly<Record<string, string>> = {
   // Cyrillic
   А: "A",
   В: "B",
@@ -166,7 +166,7 @@ const LOOKALIKES: Readonly<Record<string, string>> = {
   ᴡ: "w",
   ᴢ: "z",
 };
-const LOOKALIKE_CHARS = new RegExp(`[${Object.keys(LOOKALIKES).join("")}]`, "g");
+export const LOOKALIKE_CHARS = new RegExp(`[${Object.keys(LOOKALIKES).join("")}]`, "g");
 
 /**
  * NFKC, accents and other combining marks dropped, invisible characters stripped (or, with
@@ -176,12 +176,49 @@ const LOOKALIKE_CHARS = new RegExp(`[${Object.keys(LOOKALIKES).join("")}]`, "g")
  * line break, else to one space).
  */
 export function normalizeForScan(text: string, invisibleAs: "" | " " = ""): string {
+  return foldCaseAndSpace(isFastPath(text) ? text : foldScripts(text, invisibleAs));
+}
+
+/**
+ * The fast-path alphabet: U+0000–U+007F. On a string of these alone, `foldScripts` is the identity
+ * (no such character decomposes or composes under NFKD/NFKC, none is a non-spacing mark, an
+ * invisible, suspicious or look-alike character; `untrusted.fast-path.test.ts` checks every one
+ * of them against each pass and set), so it is skipped, and so are the invisible-character checks.
+ */
+const OUTSIDE_FAST_PATH = /[^\u0000-\u007F]/;
+export function isFastPath(text: string): boolean {
+  return !OUTSIDE_FAST_PATH.test(text);
+}
+
+/** The passes that only characters outside the fast-path alphabet are changed by. */
+function foldScripts(text: string, invisibleAs: "" | " "): string {
   return text
     .normalize("NFKD")
     .replace(COMBINING_MARKS, "")
     .normalize("NFKC")
     .replace(INVISIBLE, invisibleAs)
-    .replace(LOOKALIKE_CHARS, (ch) => LOOKALIKES[ch] ?? ch)
+    .replace(LOOKALIKE_CHARS, (ch) => LOOKALIKES[ch] ?? ch);
+}
+
+/**
+ * White space that the two replacements below would change: a line break other than a lone `\n`,
+ * any white space other than a space or `\n`, or two white-space characters in a row. Without one,
+ * both replacements are the identity and are skipped.
+ */
+const SPACING_TO_FOLD = /[^\S \n]|\u0085|\s\s/;
+
+function foldCaseAndSpace(text: string): string {
+  const lower = text.toLowerCase();
+  if (!SPACING_TO_FOLD.test(lower)) return lower;
+  return lower.replace(LINE_BREAKS, "\n").replace(/\s+/g, (run) => (run.includes("\n") ? "\n" : " "));
+}
+
+/**
+ * {@link normalizeForScan} without the fast path or the white-space shortcut: every pass on every
+ * string, as the reference the differential test compares with. Not exported from the package.
+ */
+export function normalizeForScanFullPath(text: string, invisibleAs: "" | " " = ""): string {
+  return foldScripts(text, invisibleAs)
     .toLowerCase()
     .replace(LINE_BREAKS, "\n")
     .replace(/\s+/g, (run) => (run.includes("\n") ? "\n" : " "));
@@ -208,42 +245,91 @@ function hiddenIn(text: string): { readonly count: number; readonly spelled: str
   return count === 0 ? undefined : { count, spelled };
 }
 
+/** A rule that matched one string, before the string's path is known. */
+type RuleMatch = Omit<InjectionFinding, "path">;
+
+/** `fast`: fast-path alphabet only (case and white space); `mixed`: every pass; `full`: every pass, no shortcut (the reference). */
+type ScanPath = "fast" | "mixed" | "full";
+
+/** The rules that match `text`, each with its excerpt. */
+function ruleMatches(text: string, how: ScanPath): readonly RuleMatch[] {
+  const normalize = how === "full" ? normalizeForScanFullPath : normalizeForScan;
+  const normalized = how === "fast" ? foldCaseAndSpace(text) : normalize(text);
+  // Invisible characters are read both ways: as nothing (a word split by one is one word) and as a space (words joined by one).
+  INVISIBLE.lastIndex = 0;
+  const spaced = how !== "fast" && INVISIBLE.test(text) ? normalize(text, " ") : undefined;
+  INVISIBLE.lastIndex = 0;
+  const matches: RuleMatch[] = [];
+  for (const rule of RULES) {
+    let m = rule.pattern.exec(normalized);
+    let within = normalized;
+    if (!m && spaced !== undefined) {
+      m = rule.pattern.exec(spaced);
+      within = spaced;
+    }
+    if (m) {
+      const start = Math.max(0, m.index - 20);
+      matches.push({
+        rule: rule.id,
+        excerpt: within
+          .slice(start, m.index + m[0].length + 20)
+          .trim()
+          .slice(0, 160),
+      });
+    }
+  }
+  return matches;
+}
+
+/**
+ * Verdicts for short fast-path strings, which repeat on every call (keys such as `output`, values
+ * such as `NotApplicable`): a string's matches depend on nothing but the string. Bounded: the
+ * oldest entry goes when it is full.
+ */
+const MEMO_MAX_LENGTH = 64;
+const MEMO_MAX_ENTRIES = 1024;
+const memo = new Map<string, readonly RuleMatch[]>();
+
+function memoisedRuleMatches(text: string): readonly RuleMatch[] {
+  if (text.length > MEMO_MAX_LENGTH) return ruleMatches(text, "fast");
+  const known = memo.get(text);
+  if (known !== undefined) return known;
+  const matches = Object.freeze(ruleMatches(text, "fast"));
+  if (memo.size >= MEMO_MAX_ENTRIES) memo.delete(memo.keys().next().value!);
+  memo.set(text, matches);
+  return matches;
+}
+
 /** Scan every string in a JSON-like value (every key too). */
 export function scanForInjection(value: unknown): InjectionFinding[] {
+  return scan(value, false);
+}
+
+/**
+ * {@link scanForInjection} with every pass on every string and no memo: the reference the
+ * differential test compares with. Not exported from the package.
+ */
+export function scanForInjectionFullPath(value: unknown): InjectionFinding[] {
+  return scan(value, true);
+}
+
+function scan(value: unknown, fullPath: boolean): InjectionFinding[] {
   const findings: InjectionFinding[] = [];
-  const scanText = (text: string, path: string): void => {
-    const normalized = normalizeForScan(text);
-    // Invisible characters are read both ways: as nothing (a word split by one is one word) and as a space (words joined by one).
-    INVISIBLE.lastIndex = 0;
-    const spaced = INVISIBLE.test(text) ? normalizeForScan(text, " ") : undefined;
-    INVISIBLE.lastIndex = 0;
-    for (const rule of RULES) {
-      let m = rule.pattern.exec(normalized);
-      let within = normalized;
-      if (!m && spaced !== undefined) {
-        m = rule.pattern.exec(spaced);
-        within = spaced;
-      }
-      if (m) {
-        const start = Math.max(0, m.index - 20);
-        findings.push({
-          rule: rule.id,
-          path,
-          excerpt: within
-            .slice(start, m.index + m[0].length + 20)
-            .trim()
-            .slice(0, 160),
-        });
-      }
-    }
+  const scanText = (text: string, path: string, how: ScanPath): void => {
+    const matches = how === "fast" ? memoisedRuleMatches(text) : ruleMatches(text, how);
+    for (const { rule, excerpt } of matches) findings.push({ rule, path, excerpt });
   };
+  const pathFor = (text: string): ScanPath => (fullPath ? "full" : isFastPath(text) ? "fast" : "mixed");
   visitStrings(value, "$", (text, path) => {
-    scanText(text, path);
+    const how = pathFor(text);
+    scanText(text, path, how);
+    // No suspicious character lies in the fast-path alphabet.
+    if (how === "fast") return;
     const hidden = hiddenIn(text);
     if (!hidden) return;
     const shown = hidden.spelled === "" ? "" : `; the tag characters spell ${JSON.stringify(hidden.spelled.slice(0, 100))}`;
     findings.push({ rule: "invisible-characters", path, excerpt: `${hidden.count} invisible or bidi-control characters${shown}`.slice(0, 160) });
-    if (hidden.spelled !== "") scanText(hidden.spelled, `${path}{hidden}`);
+    if (hidden.spelled !== "") scanText(hidden.spelled, `${path}{hidden}`, pathFor(hidden.spelled));
   });
   return findings;
 }
