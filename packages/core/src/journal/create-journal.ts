@@ -18,6 +18,7 @@ import {
 import { checkGrant } from "./grant-check.js";
 import { badCharges, chargeReads, hasCharges, takeCharges, type CallFacts } from "./charges.js";
 import { recordIndex } from "./record-index.js";
+import { ownEntries, ownLinks } from "./own-seals.js";
 import { isSideEffectful } from "../manifest.js";
 import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
 import { openEntry, openRecord, openRequest, sealEntry, sealRecord, sealRequest, subjectOf, tampered } from "./sealed-rows.js";
@@ -63,7 +64,10 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   const { auditKey } = options;
   const retainReadOutputs = options.retainReadOutputs === true;
   let closed = false;
-  const records = recordIndex(driver, auditKey);
+  // What this process sealed, so its own read-backs skip the second check (see own-seals.ts).
+  const ownLinked = ownLinks();
+  const ownEntered = ownEntries();
+  const records = recordIndex(driver, auditKey, ownLinked);
 
   const failure = (cause: unknown): ToolError =>
     ToolError.is(cause) ? cause : new ToolError("journal_failed", `${kind} journal: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
@@ -95,6 +99,7 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   const append = (tx: JournalTransaction, event: AuditEventInput): JournalReceipt => {
     const sealed = sealAuditEvent(auditKey, tx.head(), event);
     tx.appendAudit(sealed);
+    ownLinked.remember(sealed);
     return { journal: kind, seq: sealed.seq, mac: sealed.mac, at: event.at };
   };
   // A row version and the event that records it: the row is sealed to the event's seq and the
@@ -102,7 +107,10 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   const putEntry = (tx: JournalTransaction, entry: OutboxEntry, event: AuditEventInput): JournalReceipt => {
     const keep = retainReadOutputs || isSideEffectful(entry.effect) || entry.result?.heldBy !== undefined;
     const head = tx.head();
-    tx.putEntry(sealEntry(auditKey, entry, { seq: head.seq + 1, prevMac: head.mac }, keep));
+    const at = { seq: head.seq + 1, prevMac: head.mac };
+    const stored = sealEntry(auditKey, entry, at, keep);
+    tx.putEntry(stored);
+    ownEntered.remember(entry, stored.text, at);
     return append(tx, { ...event, subject: subjectOf("entry", entry.key) });
   };
   const putRequest = (tx: JournalTransaction, request: ApprovalRequest, event: AuditEventInput): JournalReceipt => {
@@ -132,7 +140,8 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     if (bad) return Promise.reject(bad);
     return caughtUp(() => then({ records: chargeReads(charges) }));
   };
-  const entryOf = (tx: JournalTransaction, key: string) => openEntry(auditKey, tx.getEntry(key));
+  const opened = (row: StoredRow) => ownEntered.opened(row) ?? openEntry(auditKey, row);
+  const entryOf = (tx: JournalTransaction, key: string) => opened(tx.getEntry(key));
   // A request is used only as the version the verified chain last recorded (see record-index.ts).
   const checkedRequest = (row: StoredRow): StoredRow => (records.check("request", row.id, row), row);
   const requestOf = (tx: JournalTransaction, id: string) => openRequest(auditKey, checkedRequest(tx.getRequest(id)));
@@ -184,7 +193,7 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
           throw new ToolError("journal_failed", `settlement for ${key} carries an output that does not match its outputHash`);
         return putEntry(tx, settledEntry(entry, s), settledEvent(entry, key, s));
       }),
-    getIntent: (key) => read(async () => openEntry(auditKey, await driver.getEntry(key))),
+    getIntent: (key) => read(async () => opened(await driver.getEntry(key))),
     listOutbox: (opts = {}) =>
       read(async () =>
         (await driver.listEntries({ states: opts.states, limit: limitOf(opts.limit) })).map((row) =>

@@ -36,6 +36,8 @@ export interface MemoryDriver extends JournalDriver {
     readonly records: Map<string, StoredRecord>;
     /** The subject index: each row's latest link. */
     readonly latest: Map<string, RowEvent>;
+    /** The chain's links as stored, index `seq - 1` (a link's `prevMac` is the MAC before it). */
+    readonly audit: { readonly payloads: string[]; readonly macs: string[]; readonly subjects: (string | undefined)[] };
   };
 }
 
@@ -91,7 +93,7 @@ export function memoryDriver(): MemoryDriver {
 
   return {
     kind: "memory",
-    tables: { entries, requests, records, latest },
+    tables: { entries, requests, records, latest, audit: { payloads, macs, subjects } },
     async transaction(_reads, fn) {
       const mark = macs.length;
       undo.length = 0;

@@ -1,6 +1,7 @@
 import { ToolError } from "../errors.js";
-import { equalHex, macText, type AuditKey } from "./audit-chain.js";
+import { equalHex, macText, type AuditKey, type SealedAuditEvent } from "./audit-chain.js";
 import type { JournalDriver, RowEvent, StoredRow } from "./driver.js";
+import type { OwnLinks } from "./own-seals.js";
 import { tampered } from "./sealed-rows.js";
 import { GENESIS_MAC } from "./types.js";
 
@@ -40,7 +41,7 @@ const PAGE = 1000;
 // Records and approval requests (a consumed grant put back as granted would run a call again).
 const isTracked = (subject: string): boolean => !subject.startsWith("entry:");
 
-export function recordIndex(driver: JournalDriver, auditKey: AuditKey): RecordIndex {
+export function recordIndex(driver: JournalDriver, auditKey: AuditKey, own?: OwnLinks): RecordIndex {
   let head = { seq: 0, mac: GENESIS_MAC };
   const latest = new Map<string, Map<string, RowEvent>>();
   let broken: ToolError | undefined;
@@ -52,6 +53,19 @@ export function recordIndex(driver: JournalDriver, auditKey: AuditKey): RecordIn
       details: { kind: "audit", id: String(seq), problem: "index" },
     });
 
+  // A link's subject, from its payload once its MAC and seq are checked.
+  const checked = (link: SealedAuditEvent): unknown => {
+    if (!equalHex(macText(auditKey, `${link.prevMac}\n${link.payload}`), link.mac)) throw (broken = fail(link.seq, "MAC mismatch"));
+    let payload: { readonly seq?: unknown; readonly subject?: unknown };
+    try {
+      payload = JSON.parse(link.payload) as typeof payload;
+    } catch {
+      throw (broken = fail(link.seq, "its payload is not JSON"));
+    }
+    if (payload.seq !== link.seq) throw (broken = fail(link.seq, "its payload names another seq"));
+    return payload.subject;
+  };
+
   // The MAC is checked over the payload as stored (it is the canonical text the MAC was made
   // over), which spares re-canonicalizing every event; its seq must be the link's.
   const walk = async (): Promise<void> => {
@@ -60,16 +74,10 @@ export function recordIndex(driver: JournalDriver, auditKey: AuditKey): RecordIn
       if (page.length === 0) return;
       for (const link of page) {
         if (link.seq !== head.seq + 1 || link.prevMac !== head.mac) throw (broken = fail(link.seq, "a link is missing, inserted or moved"));
-        if (!equalHex(macText(auditKey, `${link.prevMac}\n${link.payload}`), link.mac)) throw (broken = fail(link.seq, "MAC mismatch"));
-        let payload: { readonly seq?: unknown; readonly subject?: unknown };
-        try {
-          payload = JSON.parse(link.payload) as typeof payload;
-        } catch {
-          throw (broken = fail(link.seq, "its payload is not JSON"));
-        }
-        if (payload.seq !== link.seq) throw (broken = fail(link.seq, "its payload names another seq"));
+        // A link equal in every field to one this process sealed needs neither the MAC nor the parse.
+        const mine = own?.take(link);
+        const subject = mine !== undefined ? mine.subject : checked(link);
         head = { seq: link.seq, mac: link.mac };
-        const subject = payload.subject;
         if (typeof subject !== "string" || !isTracked(subject)) continue;
         const colon = subject.indexOf(":");
         const kind = subject.slice(0, colon);

@@ -1,0 +1,112 @@
+import type { SealedAuditEvent } from "./audit-chain.js";
+import type { RowEvent, StoredRow } from "./driver.js";
+import { OutboxEntrySchema } from "./records.js";
+import type { OutboxEntry } from "./types.js";
+
+/**
+ * What this process sealed a moment ago, so reading it straight back does not pay for a second
+ * HMAC, a JSON parse and a schema decode. The rule is string equality with what was sealed: a
+ * stored link or row equal, field for field, to what this process MACed with its own key is one
+ * the full check would accept too (its MAC is the one computed over exactly that text), so the
+ * skip never accepts anything the check would refuse. Anything else (an edited, replaced,
+ * restated or rolled-back row or link) differs in some field and gets the full check, as
+ * before. Nothing is trusted for having been remembered: a batch that failed leaves behind a
+ * remembered seal that no stored text equals, or one that equals a validly MACed text.
+ *
+ * Both maps are bounded (oldest dropped first), so a process that writes and never reads back
+ * keeps at most `MAX` of each.
+ */
+const MAX = 4096;
+
+const bounded = <K, V>(map: Map<K, V>, key: K, value: V): void => {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > MAX) map.delete(map.keys().next().value as K);
+};
+
+/** The links this process appended, by seq. */
+export interface OwnLinks {
+  remember(sealed: SealedAuditEvent): void;
+  /**
+   * The remembered link at `link.seq` (forgotten once asked for) when the stored link equals it in
+   * every field; undefined when it is not remembered or differs in any (then: the full check).
+   */
+  take(link: SealedAuditEvent): SealedAuditEvent | undefined;
+}
+
+export function ownLinks(): OwnLinks {
+  const sealed = new Map<number, SealedAuditEvent>();
+  return {
+    remember: (link) => bounded(sealed, link.seq, link),
+    take(link) {
+      const mine = sealed.get(link.seq);
+      if (mine === undefined) return undefined;
+      sealed.delete(link.seq);
+      return mine.seq === link.seq && mine.payload === link.payload && mine.mac === link.mac && mine.prevMac === link.prevMac ? mine : undefined;
+    },
+  };
+}
+
+interface SealedEntry {
+  readonly text: string;
+  readonly seq: number;
+  readonly prevMac: string;
+  readonly entry: OutboxEntry;
+}
+
+/** The result-less outbox entries (an intent, a claim) this process sealed, by key. */
+export interface OwnEntries {
+  /** `entry` was sealed as `text` by the event at `event`. Entries with a result or error are not kept. */
+  remember(entry: OutboxEntry, text: string, event: RowEvent): void;
+  /**
+   * The entry as `openEntry` would decode it (frozen), when the row's id, stored text and latest
+   * event equal what was sealed; undefined otherwise (then: the full check).
+   */
+  opened(row: StoredRow): OutboxEntry | undefined;
+}
+
+export function ownEntries(): OwnEntries {
+  const sealed = new Map<string, SealedEntry>();
+  return {
+    remember(entry, text, event) {
+      if (entry.result !== undefined || entry.error !== undefined) sealed.delete(entry.key);
+      else bounded(sealed, entry.key, { text, seq: event.seq, prevMac: event.prevMac, entry: asDecoded(entry) });
+    },
+    opened(row) {
+      const mine = sealed.get(row.id);
+      const latest = row.latest;
+      if (mine === undefined || latest === undefined) return undefined;
+      return mine.entry.key === row.id && mine.text === row.text && mine.seq === latest.seq && mine.prevMac === latest.prevMac ? mine.entry : undefined;
+    },
+  };
+}
+
+// The schema's keys in its order: a decoded entry has them in this order (`target` last when the
+// stored JSON had none, as decodeEntry puts it back).
+const ENTRY_KEYS = Object.keys(OutboxEntrySchema.shape) as (keyof OutboxEntry)[];
+
+/**
+ * A result-less entry as reading its sealed JSON back gives it: the schema's keys only, in the
+ * schema's order, undefined ones dropped (JSON has none) except `input` (defaulted) and `target`
+ * (put back last), the input a JSON copy; frozen all through, since callers share it.
+ */
+function asDecoded(entry: OutboxEntry): OutboxEntry {
+  const out: Record<string, unknown> = {};
+  for (const k of ENTRY_KEYS) {
+    const value = entry[k];
+    if (k === "input") {
+      const json = JSON.stringify(value) as string | undefined;
+      out[k] = json === undefined ? undefined : deepFreeze(JSON.parse(json) as unknown);
+    } else if (value !== undefined) out[k] = value;
+  }
+  if (entry.target === undefined) out["target"] = undefined;
+  return Object.freeze(out) as unknown as OutboxEntry;
+}
+
+function deepFreeze(value: unknown): unknown {
+  if (typeof value === "object" && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
