@@ -32,6 +32,11 @@ export class Escalations {
 
   constructor(private readonly processName: string) {}
 
+  /** True when no escalation is remembered: then no key can match, and none need be computed. */
+  get empty(): boolean {
+    return this.remembered.size === 0;
+  }
+
   key(toolId: string, input: unknown, caller: Caller | undefined): string {
     // One hash over the whole tuple: no separator a principal or tenant could forge.
     return hashCanonical([toolId, caller?.principal ?? null, caller?.tenant ?? null, input ?? null]);

@@ -187,8 +187,9 @@ export function buildFamily(options: StartToolProcessOptions, sandbox: ResolvedS
       describeResult: (output: z.output<typeof processOutputSchema>) => `verified: ${output.verified}`,
     };
     const handler = async (value: unknown, ctx: ToolContext): Promise<z.input<typeof processOutputSchema>> => {
-      const key = escalations.key(id, value, ctx.effect);
-      const approved = escalations.approvedBy(key, ctx.plan);
+      // The key (a hash of the input) is computed only when some escalation is remembered, or one is asked for.
+      const key = (): string => escalations.key(id, value, ctx.effect);
+      const approved = !escalations.empty && escalations.approvedBy(key(), ctx.plan);
       let outcome: CallOutcome;
       try {
         outcome = await invoke(tool.name, value, ctx, approved);
@@ -208,7 +209,7 @@ export function buildFamily(options: StartToolProcessOptions, sandbox: ResolvedS
           details: { escalation: toolClaim(options.name, outcome.reason, MAX_ESCALATION_REASON_CHARS) },
         });
       }
-      const claim = escalations.remember(key, outcome.reason);
+      const claim = escalations.remember(key(), outcome.reason);
       // Core has no way yet for a body to ask for approval mid-call: the same input, from the same caller, now requires it.
       throw new ToolError(
         "approval_unknown",
@@ -230,13 +231,13 @@ export function buildFamily(options: StartToolProcessOptions, sandbox: ResolvedS
         // The gate hands a predicate the call's identity: an escalation counts only for the caller it was raised for.
         // (Optional here only so an older core, which passed the input alone, still type-checks; without it nothing matches.)
         approval: (value: unknown, call?: EffectIdentity) => {
-          if (escalations.has(escalations.key(id, value, call))) return true;
+          if (!escalations.empty && escalations.has(escalations.key(id, value, call))) return true;
           if (operatorRule === "never") return false;
           if (operatorRule === "always") return true;
           return (operatorRule as (input: unknown, call?: EffectIdentity) => boolean)(value, call);
         },
         preview: (value: unknown, ctx) => {
-          const escalated = escalations.preview(escalations.key(id, value, ctx.effect), id, value);
+          const escalated = escalations.empty ? undefined : escalations.preview(escalations.key(id, value, ctx.effect), id, value);
           if (escalated) return escalated;
           return operatorPreview ? operatorPreview(value, ctx) : defaultPreview(id, value);
         },

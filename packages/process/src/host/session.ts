@@ -1,6 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { ToolError } from "@toolgate/core";
-import { encodeFrame, FrameDecoder } from "../protocol/codec.js";
+import { FrameDecoder, FrameWriter } from "../protocol/codec.js";
 import {
   classifyToolMessage,
   PROTOCOL_VERSION,
@@ -61,6 +61,10 @@ export class ProcessSession {
   /** Settles once the process has exited and its pipes are closed (and it has been reaped). */
   readonly closed: Promise<void>;
   private readonly decoder = new FrameDecoder();
+  /** Frames sent in one tick leave in one write. */
+  private readonly writer = new FrameWriter((bytes) => {
+    if (!this.isClosed && !this.child.stdin.destroyed && !this.child.stdin.writableEnded) this.child.stdin.write(bytes);
+  });
   private readonly pending = new Map<string, PendingCall>();
   private stderr: Buffer[] = [];
   private stderrBytes = 0;
@@ -220,6 +224,7 @@ export class ProcessSession {
     if (!this.failure) this.failure = new ToolError("tool_process_dead", "tool process was stopped");
     this.failPending(this.failure);
     this.send({ type: "ToolShutdown" }, true);
+    this.writer.flush();
     this.child.stdin.end();
     const timer = setTimeout(() => this.killNow(), graceMs);
     await this.closed;
@@ -244,14 +249,11 @@ export class ProcessSession {
 
   private send(message: HostMessage, quiet = false): void {
     if (this.isClosed || this.child.stdin.destroyed || this.child.stdin.writableEnded) return;
-    let frame: Buffer;
     try {
-      frame = encodeFrame(message);
+      this.writer.send(message);
     } catch (error) {
       if (!quiet) this.fail(new ToolError("protocol_error", `could not encode ${message.type}: ${(error as Error).message}`, { cause: error }));
-      return;
     }
-    this.child.stdin.write(frame);
   }
 
   private onStderr(chunk: Buffer): void {

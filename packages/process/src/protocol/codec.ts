@@ -30,12 +30,19 @@ const HEADER_BYTES = 4;
  * Streaming decoder: feed it chunks as they arrive (partial frames, several frames per chunk) and
  * get back each complete frame's parsed JSON. Call `end()` at EOF: a partial header or body then
  * throws. Every failure is a `FrameError`, and the decoder stays failed.
+ *
+ * A frame that lies whole in one chunk is read in place (no copy); only a frame split across
+ * chunks is gathered, once, when its last byte arrives.
  */
 export class FrameDecoder {
   private readonly maxFrameBytes: number;
   private readonly utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-  private chunks: Buffer[] = [];
-  private buffered = 0;
+  /** Header bytes of a header split across chunks. */
+  private readonly header = Buffer.alloc(HEADER_BYTES);
+  private headerBytes = 0;
+  /** Pieces of a body split across chunks, and their total length. */
+  private parts: Buffer[] = [];
+  private partBytes = 0;
   /** Body length of the frame being read, once its header is in. */
   private expected: number | undefined;
   private failed: FrameError | undefined;
@@ -46,7 +53,7 @@ export class FrameDecoder {
 
   /** Bytes held for a frame not yet complete. */
   get pendingBytes(): number {
-    return this.buffered;
+    return this.expected === undefined ? this.headerBytes : this.partBytes;
   }
 
   /** Add bytes; returns the frames they complete, in order. Throws the framing failure, if any (frames before it in this chunk are then lost: use `feed`). */
@@ -64,29 +71,54 @@ export class FrameDecoder {
   feed(chunk: Uint8Array): { frames: unknown[]; error: FrameError | undefined } {
     const frames: unknown[] = [];
     if (this.failed) return { frames, error: this.failed };
-    if (chunk.length > 0) {
-      this.chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-      this.buffered += chunk.length;
-    }
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const length = bytes.length;
+    let at = 0;
     try {
-      for (;;) {
+      while (at < length) {
         if (this.expected === undefined) {
-          if (this.buffered < HEADER_BYTES) break;
-          const length = this.take(HEADER_BYTES).readUInt32BE(0);
-          if (length > this.maxFrameBytes) {
-            throw new FrameError("oversized", `frame header announces ${length} bytes; the limit is ${this.maxFrameBytes} bytes`);
+          let announced: number;
+          if (this.headerBytes === 0 && length - at >= HEADER_BYTES) {
+            announced = bytes.readUInt32BE(at);
+            at += HEADER_BYTES;
+          } else {
+            const used = Math.min(HEADER_BYTES - this.headerBytes, length - at);
+            bytes.copy(this.header, this.headerBytes, at, at + used);
+            this.headerBytes += used;
+            at += used;
+            if (this.headerBytes < HEADER_BYTES) break;
+            announced = this.header.readUInt32BE(0);
+            this.headerBytes = 0;
           }
-          this.expected = length;
+          if (announced > this.maxFrameBytes) {
+            throw new FrameError("oversized", `frame header announces ${announced} bytes; the limit is ${this.maxFrameBytes} bytes`);
+          }
+          this.expected = announced;
         }
-        if (this.buffered < this.expected) break;
-        const body = this.take(this.expected);
+        const missing = this.expected - this.partBytes;
+        if (this.partBytes === 0 && length - at >= missing) {
+          // The whole body is in this chunk: read it where it lies.
+          frames.push(this.parse(bytes, at, at + missing));
+          at += missing;
+          this.expected = undefined;
+          continue;
+        }
+        const used = Math.min(missing, length - at);
+        if (used > 0) this.parts.push(bytes.subarray(at, at + used));
+        this.partBytes += used;
+        at += used;
+        if (this.partBytes < this.expected) break;
+        const body = Buffer.concat(this.parts, this.partBytes);
+        this.parts = [];
+        this.partBytes = 0;
         this.expected = undefined;
-        frames.push(this.parse(body));
+        frames.push(this.parse(body, 0, body.length));
       }
     } catch (error) {
       this.failed = error instanceof FrameError ? error : new FrameError("invalid_json", String(error), { cause: error });
-      this.chunks = [];
-      this.buffered = 0;
+      this.parts = [];
+      this.partBytes = 0;
+      this.headerBytes = 0;
       this.expected = undefined;
     }
     return { frames, error: this.failed };
@@ -96,50 +128,34 @@ export class FrameDecoder {
   end(): void {
     if (this.failed) throw this.failed;
     if (this.expected !== undefined) {
-      this.failed = new FrameError("truncated", `stream ended inside a frame body: ${this.buffered} of ${this.expected} bytes arrived`);
-    } else if (this.buffered > 0) {
-      this.failed = new FrameError("truncated", `stream ended inside a frame header: ${this.buffered} of ${HEADER_BYTES} bytes arrived`);
+      this.failed = new FrameError("truncated", `stream ended inside a frame body: ${this.partBytes} of ${this.expected} bytes arrived`);
+    } else if (this.headerBytes > 0) {
+      this.failed = new FrameError("truncated", `stream ended inside a frame header: ${this.headerBytes} of ${HEADER_BYTES} bytes arrived`);
     }
     if (this.failed) throw this.failed;
   }
 
-  private parse(body: Buffer): unknown {
+  private parse(bytes: Buffer, start: number, end: number): unknown {
     let text: string;
     try {
-      text = this.utf8.decode(body);
+      text = this.utf8.decode(bytes.subarray(start, end));
     } catch (cause) {
-      throw new FrameError("invalid_utf8", `frame of ${body.length} bytes is not valid UTF-8`, { cause });
+      throw new FrameError("invalid_utf8", `frame of ${end - start} bytes is not valid UTF-8`, { cause });
     }
     try {
       return JSON.parse(text) as unknown;
     } catch (cause) {
-      throw new FrameError("invalid_json", `frame of ${body.length} bytes is not valid JSON: ${(cause as Error).message.slice(0, 200)}`, { cause });
+      throw new FrameError("invalid_json", `frame of ${end - start} bytes is not valid JSON: ${(cause as Error).message.slice(0, 200)}`, { cause });
     }
   }
+}
 
-  /** Remove exactly `n` buffered bytes from the front. */
-  private take(n: number): Buffer {
-    const first = this.chunks[0];
-    if (first && first.length >= n) {
-      const out = first.subarray(0, n);
-      if (first.length === n) this.chunks.shift();
-      else this.chunks[0] = first.subarray(n);
-      this.buffered -= n;
-      return out;
-    }
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const head = this.chunks[0]!;
-      const used = Math.min(head.length, n - filled);
-      head.copy(out, filled, 0, used);
-      filled += used;
-      if (used === head.length) this.chunks.shift();
-      else this.chunks[0] = head.subarray(used);
-    }
-    this.buffered -= n;
-    return out;
-  }
+/** The body's length in bytes; throws a `FrameError` (`oversized`) over the limit, a `TypeError` when there is no JSON. */
+function bodyLength(json: string | undefined, maxFrameBytes: number): number {
+  if (json === undefined) throw new TypeError("a frame must be a JSON value");
+  const length = Buffer.byteLength(json, "utf8");
+  if (length > maxFrameBytes) throw new FrameError("oversized", `frame of ${length} bytes exceeds the limit of ${maxFrameBytes} bytes`);
+  return length;
 }
 
 /**
@@ -148,11 +164,67 @@ export class FrameDecoder {
  */
 export function encodeFrame(message: unknown, maxFrameBytes: number = MAX_FRAME_BYTES): Buffer {
   const json = JSON.stringify(message);
-  if (json === undefined) throw new TypeError("a frame must be a JSON value");
-  const bodyLength = Buffer.byteLength(json, "utf8");
-  if (bodyLength > maxFrameBytes) throw new FrameError("oversized", `frame of ${bodyLength} bytes exceeds the limit of ${maxFrameBytes} bytes`);
-  const frame = Buffer.allocUnsafe(HEADER_BYTES + bodyLength);
-  frame.writeUInt32BE(bodyLength, 0);
-  frame.write(json, HEADER_BYTES, "utf8");
+  const length = bodyLength(json, maxFrameBytes);
+  const frame = Buffer.allocUnsafe(HEADER_BYTES + length);
+  frame.writeUInt32BE(length, 0);
+  frame.write(json!, HEADER_BYTES, length, "utf8");
   return frame;
+}
+
+/** Frames queued past this many bytes leave at once rather than wait for the end of the tick. */
+const COALESCE_BYTES = 1024 * 1024;
+
+/**
+ * Writes frames to a sink, coalescing those sent in one tick into one write, in the order they
+ * were sent: a host with 64 calls in flight, or a tool answering them, makes one write where it
+ * made 64. Queued frames leave at the next tick, or at `flush()`, or as soon as they pass 1 MiB.
+ */
+export class FrameWriter {
+  private texts: string[] = [];
+  private lengths: number[] = [];
+  private queued = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly sink: (bytes: Buffer) => void,
+    private readonly maxFrameBytes: number = MAX_FRAME_BYTES,
+  ) {}
+
+  /** Queue a message. Throws like `encodeFrame` (and queues nothing) when it is not JSON or over the limit. */
+  send(message: unknown): void {
+    this.sendJson(JSON.stringify(message));
+  }
+
+  /** Queue a frame whose body is this JSON text, built by the caller from `JSON.stringify` pieces. Throws like `send`. */
+  sendJson(json: string | undefined): void {
+    const length = bodyLength(json, this.maxFrameBytes);
+    if (this.queued > 0 && this.queued + HEADER_BYTES + length > COALESCE_BYTES) this.flush();
+    this.texts.push(json!);
+    this.lengths.push(length);
+    this.queued += HEADER_BYTES + length;
+    if (this.queued > COALESCE_BYTES) return this.flush();
+    if (!this.scheduled) {
+      this.scheduled = true;
+      process.nextTick(this.flush);
+    }
+  }
+
+  /** Write every queued frame now, as one buffer. */
+  readonly flush = (): void => {
+    this.scheduled = false;
+    const { texts, lengths } = this;
+    if (texts.length === 0) return;
+    const out = Buffer.allocUnsafe(this.queued);
+    let at = 0;
+    for (let i = 0; i < texts.length; i++) {
+      const length = lengths[i]!;
+      out.writeUInt32BE(length, at);
+      out.write(texts[i]!, at + HEADER_BYTES, length, "utf8");
+      at += HEADER_BYTES + length;
+    }
+    this.texts = [];
+    this.lengths = [];
+    this.queued = 0;
+    this.sink(out);
+  };
 }

@@ -134,6 +134,70 @@ export type Classified<T> =
   | { readonly kind: "unknown"; readonly type: string }
   | { readonly kind: "malformed"; readonly problem: string };
 
+/** A call id as `callId` reads it. */
+const isCallId = (value: unknown): value is string => typeof value === "string" && value.length >= 1 && value.length <= 256;
+
+/**
+ * True when `value` is what `z.json()` accepts: strings, finite numbers, booleans, null, dense
+ * arrays and plain objects with string keys, all the way down. JSON.parse makes nothing else but
+ * non-finite numbers (`1e309`), which are refused. Iterative, on a value already bounded; false
+ * (never a throw) for anything else, which then goes to the schema.
+ */
+function isJsonValue(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  try {
+    while (stack.length > 0) {
+      const current = stack.pop();
+      switch (typeof current) {
+        case "string":
+        case "boolean":
+          continue;
+        case "number":
+          if (!Number.isFinite(current)) return false;
+          continue;
+        case "object": {
+          if (current === null) continue;
+          if (Array.isArray(current)) {
+            for (let i = 0; i < current.length; i++) stack.push(current[i]);
+            continue;
+          }
+          const prototype = Object.getPrototypeOf(current) as unknown;
+          if (prototype !== Object.prototype && prototype !== null) return false;
+          for (const key of Reflect.ownKeys(current)) {
+            if (typeof key !== "string") return false;
+            stack.push((current as Record<string, unknown>)[key]);
+          }
+          continue;
+        }
+        default:
+          return false;
+      }
+    }
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+/**
+ * The frames every call carries, read without the schema's walk: each returns the message only
+ * when the frame is one its schema accepts (with the same fields), and otherwise undefined, so the
+ * schema reads it and names what is wrong. Never more lenient than the schema.
+ */
+const fastReaders: Readonly<Record<string, (frame: Record<string, unknown>) => ToolMessage | HostMessage | undefined>> = {
+  ToolResult: ({ call_id, verified, output }) =>
+    isCallId(call_id) && (VERIFICATION_STATES as readonly unknown[]).includes(verified) && output !== undefined && isJsonValue(output)
+      ? { type: "ToolResult", call_id, verified: verified as VerificationState, output: output as ToolResult["output"] }
+      : undefined,
+  InvokeTool: ({ call_id, tool_name, input, turn_id, escalation_approved }) =>
+    isCallId(call_id) &&
+    typeof tool_name === "string" &&
+    typeof turn_id === "string" &&
+    (escalation_approved === undefined || typeof escalation_approved === "boolean")
+      ? { type: "InvokeTool", call_id, tool_name, input, turn_id, ...(escalation_approved === undefined ? {} : { escalation_approved }) }
+      : undefined,
+};
+
 function classify<T>(schemas: Readonly<Record<string, z.ZodType>>, frame: unknown): Classified<T> {
   if (frame === null || typeof frame !== "object" || Array.isArray(frame)) return { kind: "malformed", problem: "a frame must be a JSON object" };
   const type = (frame as { type?: unknown }).type;
@@ -143,6 +207,8 @@ function classify<T>(schemas: Readonly<Record<string, z.ZodType>>, frame: unknow
   if (outOfBounds) return { kind: "malformed", problem: `${type.slice(0, 64)} frame holds ${outOfBounds}` };
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
   if (!schema) return { kind: "unknown", type: type.slice(0, 64) };
+  const fast = Object.hasOwn(fastReaders, type) ? fastReaders[type]!(frame as Record<string, unknown>) : undefined;
+  if (fast) return { kind: "message", message: fast as T };
   const parsed = schema.safeParse(frame);
   if (!parsed.success) {
     const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`);

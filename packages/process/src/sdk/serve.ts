@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { encodeFrame, FrameDecoder } from "../protocol/codec.js";
+import { FrameDecoder, FrameWriter } from "../protocol/codec.js";
 import { classifyHostMessage, type InvokeTool, type ToolEventBody, type ToolMessage, type VerificationState } from "../protocol/messages.js";
 
 /** What a tool body gets: its cancellation signal and ways to report while it runs. */
@@ -57,6 +57,34 @@ class Escalation extends Error {
   }
 }
 
+/** One running call. Its AbortController is made only when the body reads `ctx.signal`. */
+class RunningCall {
+  private controller: AbortController | undefined;
+  private reason: Error | undefined;
+
+  get aborted(): boolean {
+    return this.reason !== undefined;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.reason) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: Error): void {
+    if (this.reason) return;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+}
+
+/** The `ToolResult` frame's text, with the output's JSON spliced in as it was stringified (once). */
+const resultFrame = (callId: string, verified: VerificationState, output: string): string =>
+  `{"type":"ToolResult","call_id":${JSON.stringify(callId)},"verified":${JSON.stringify(verified)},"output":${output}}`;
+
 /**
  * Speak the tool protocol on stdin/stdout until `ToolShutdown` or EOF. Answers `ToolHello` with one
  * `ToolRegister`; runs calls in parallel; validates input with each tool's zod schema (`invalid_input`
@@ -69,11 +97,11 @@ export function serveToolProcess(options: ServeToolProcessOptions): Promise<void
   const output = options.output ?? process.stdout;
   const errors = options.errors ?? process.stderr;
   const tools = new Map(options.tools.map((t) => [t.name, t]));
-  const running = new Map<string, AbortController>();
+  const running = new Map<string, RunningCall>();
   const decoder = new FrameDecoder();
-  const send = (message: ToolMessage): void => {
-    output.write(encodeFrame(message));
-  };
+  // Frames written in one tick (the answers to a burst of calls) leave in one write.
+  const writer = new FrameWriter((bytes) => void output.write(bytes));
+  const send = (message: ToolMessage): void => writer.send(message);
   const note = (text: string): void => {
     errors.write(`[${options.name}] ${text}\n`);
   };
@@ -101,13 +129,15 @@ export function serveToolProcess(options: ServeToolProcessOptions): Promise<void
       const issues = parsed.error.issues.map((i: z.core.$ZodIssue) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`);
       return send({ type: "ToolError", call_id: callId, code: "invalid_input", message: issues.join("; ") });
     }
-    const controller = new AbortController();
-    running.set(callId, controller);
+    const state = new RunningCall();
+    running.set(callId, state);
     const event = (body: ToolEventBody): void => {
-      if (running.get(callId) === controller && !controller.signal.aborted) send({ type: "ToolEvent", call_id: callId, event: body });
+      if (running.get(callId) === state && !state.aborted) send({ type: "ToolEvent", call_id: callId, event: body });
     };
     const ctx: ProcessToolContext = {
-      signal: controller.signal,
+      get signal() {
+        return state.signal;
+      },
       callId,
       turnId: message.turn_id,
       escalationApproved: message.escalation_approved === true,
@@ -118,20 +148,29 @@ export function serveToolProcess(options: ServeToolProcessOptions): Promise<void
         throw new Escalation(String(reason));
       },
     };
-    let terminal: ToolMessage;
+    const cancelled: ToolMessage = { type: "ToolError", call_id: callId, code: "cancelled", message: "cancelled" };
+    let terminal: ToolMessage | string;
     try {
       const value = await tool.handler(parsed.data, ctx);
-      const json = JSON.parse(JSON.stringify(value ?? null)) as unknown;
-      terminal = controller.signal.aborted
-        ? { type: "ToolError", call_id: callId, code: "cancelled", message: "cancelled" }
-        : { type: "ToolResult", call_id: callId, verified: tool.verified ?? "NotApplicable", output: json as never };
+      if (state.aborted) terminal = cancelled;
+      else {
+        const json = JSON.stringify(value ?? null) as string | undefined;
+        if (json === undefined) throw new TypeError("the tool's result is not a JSON value");
+        terminal = resultFrame(callId, tool.verified ?? "NotApplicable", json);
+      }
     } catch (error) {
       if (error instanceof Escalation) terminal = { type: "RequiresEscalation", call_id: callId, reason: error.reason };
-      else if (controller.signal.aborted) terminal = { type: "ToolError", call_id: callId, code: "cancelled", message: "cancelled" };
+      else if (state.aborted) terminal = cancelled;
       else terminal = { type: "ToolError", call_id: callId, code: "invocation_failed", message: error instanceof Error ? error.message : String(error) };
     }
     running.delete(callId);
-    send(terminal);
+    try {
+      if (typeof terminal === "string") writer.sendJson(terminal);
+      else send(terminal);
+    } catch (error) {
+      // A result over the frame limit (or a message that will not encode) still ends the call.
+      send({ type: "ToolError", call_id: callId, code: "invocation_failed", message: `the tool's answer could not be sent: ${(error as Error).message}` });
+    }
   };
 
   return new Promise<void>((resolve) => {
@@ -139,7 +178,7 @@ export function serveToolProcess(options: ServeToolProcessOptions): Promise<void
     const finish = (): void => {
       if (done) return;
       done = true;
-      for (const controller of running.values()) controller.abort(new Error("shutdown"));
+      for (const call of running.values()) call.abort(new Error("shutdown"));
       input.removeListener("data", onData);
       input.removeListener("end", finish);
       (input as NodeJS.ReadStream).destroy?.();
