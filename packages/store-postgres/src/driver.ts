@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { inline, queries } from "./sql.js";
 import { ToolError } from "@toolgate/core";
 import {
   type JournalDriver,
@@ -33,9 +34,9 @@ export interface PostgresBatchTiming {
   readonly calls: number;
   /** Transactions it took (more than one after a deadlock or serialization retry). */
   readonly attempts: number;
-  /** From asking for the lock to holding it: the wait for other writers plus one round trip. */
+  /** From asking for the lock to holding it (the server's clock): the wait for other writers plus half a round trip. */
   readonly lockMs: number;
-  /** Holding the lock: reading the declared rows, until their rows are back. */
+  /** Holding the lock: reading the declared rows (sent with the lock), until they are back here. */
   readonly fetchMs: number;
   /** Holding the lock: running the calls in this process (sealing rows and events). */
   readonly runMs: number;
@@ -60,6 +61,18 @@ interface RowResult {
 
 const latestOf = (r: { seq: string | null; prev_mac: string | null }): RowEvent | undefined =>
   r.seq === null ? undefined : { seq: Number(r.seq), prevMac: r.prev_mac! };
+/** A row of the batch's read (see `fetch` in sql.ts). */
+interface FetchedRow {
+  readonly kind: string;
+  readonly id: string;
+  readonly body: string | null;
+  readonly status: StoredRequest["status"];
+  readonly input_hash: string;
+  readonly seq: string | null;
+  readonly prev_mac: string | null;
+}
+/** Milliseconds since the epoch, to a fraction: comparable with the server's clock_timestamp() on the same machine. */
+const wallClock = (): number => performance.timeOrigin + performance.now();
 const rowOf = (r: RowResult): StoredRow => ({ id: r.id, text: r.text ?? undefined, latest: latestOf(r) });
 
 /** A failure of the database itself inside a batch. */
@@ -77,62 +90,7 @@ const MAX_ATTEMPTS = 5;
  */
 export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): JournalDriver {
   const { schema, maxBatch } = options;
-  const s = `"${schema}"`;
-  // The latest link whose subject is the row: one lookup in the audit_subject index per row.
-  const latest = (subject: string): string =>
-    `LEFT JOIN LATERAL (SELECT seq, prev_mac FROM ${s}.audit WHERE subject = ${subject} ORDER BY seq DESC LIMIT 1) a ON true`;
-  const entryRows = `SELECT o.key AS id, o.entry AS text, a.seq, a.prev_mac FROM ${s}.outbox o ${latest("'entry:' || o.key")}`;
-  const requestRows = `SELECT o.request_id AS id, o.request AS text, a.seq, a.prev_mac FROM ${s}.approvals o ${latest("'request:' || o.request_id")}`;
-  const q = {
-    beginAndLockHead: `BEGIN; SELECT seq, mac FROM ${s}.audit_head WHERE id = 1 FOR UPDATE`,
-    head: `SELECT seq, mac FROM ${s}.audit_head WHERE id = 1`,
-    readAudit: `SELECT seq, subject, payload, prev_mac, mac FROM ${s}.audit WHERE seq > $1 ORDER BY seq LIMIT $2`,
-    // Every declared row with its latest link, in one round trip: entries by key (stored or not),
-    // requests by id or open input hash, declared requests that are not stored but have a link, and
-    // records by kind and id (stored or not).
-    fetch: `SELECT 'e' AS kind, k.id, o.entry AS body, NULL::text AS status, NULL::text AS input_hash, o.id AS ord, a.seq, a.prev_mac
-      FROM unnest($1::text[]) AS k(id) LEFT JOIN ${s}.outbox o ON o.key = k.id ${latest("'entry:' || k.id")}
-      UNION ALL
-      SELECT 'r', o.request_id, o.request, o.status, o.input_hash, o.id, a.seq, a.prev_mac FROM ${s}.approvals o ${latest("'request:' || o.request_id")}
-      WHERE o.request_id = ANY($2::text[]) OR (o.status IN ('pending', 'granted') AND o.input_hash = ANY($3::text[]))
-      UNION ALL
-      SELECT 'm', k.id, NULL, NULL, NULL, NULL, a.seq, a.prev_mac FROM unnest($2::text[]) AS k(id) ${latest("'request:' || k.id")}
-      WHERE a.seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${s}.approvals WHERE request_id = k.id)
-      UNION ALL
-      SELECT 'c', k.kind || ':' || k.id, o.record, NULL, NULL, o.id, a.seq, a.prev_mac
-      FROM unnest($4::text[], $5::text[]) AS k(kind, id) LEFT JOIN ${s}.records o ON o.kind = k.kind AND o.record_id = k.id ${latest("k.kind || ':' || k.id")}
-      ORDER BY kind, ord`,
-    write: `WITH appended AS (
-        INSERT INTO ${s}.audit (seq, subject, payload, prev_mac, mac)
-        SELECT * FROM unnest($1::bigint[], $15::text[], $2::text[], $3::text[], $4::text[])
-      ), entries AS (
-        INSERT INTO ${s}.outbox (key, state, updated_ms, entry)
-        SELECT key, state, updated_ms, entry FROM unnest($5::text[], $6::text[], $7::double precision[], $8::text[]) WITH ORDINALITY AS u(key, state, updated_ms, entry, n)
-        ORDER BY n
-        ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, updated_ms = EXCLUDED.updated_ms, entry = EXCLUDED.entry
-      ), requests AS (
-        INSERT INTO ${s}.approvals (request_id, status, input_hash, request)
-        SELECT id, status, input_hash, request FROM unnest($9::text[], $10::text[], $11::text[], $12::text[]) WITH ORDINALITY AS u(id, status, input_hash, request, n)
-        ORDER BY n
-        ON CONFLICT (request_id) DO UPDATE SET status = EXCLUDED.status, request = EXCLUDED.request
-      ), records AS (
-        INSERT INTO ${s}.records (kind, record_id, record)
-        SELECT kind, id, record FROM unnest($16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS u(kind, id, record, n)
-        ORDER BY n
-        ON CONFLICT (kind, record_id) DO UPDATE SET record = EXCLUDED.record
-      )
-      UPDATE ${s}.audit_head SET seq = $13, mac = $14 WHERE id = 1`,
-    getEntry: `SELECT k.id, o.entry AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS id) k LEFT JOIN ${s}.outbox o ON o.key = k.id ${latest("'entry:' || k.id")}`,
-    listEntries: `${entryRows} WHERE ($1::text[] IS NULL OR o.state = ANY($1)) ORDER BY o.id LIMIT $2`,
-    claimable: `${entryRows} WHERE o.state = ANY($1) AND o.updated_ms < $2 ORDER BY o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED`,
-    getRequest: `SELECT k.id, o.request AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS id) k LEFT JOIN ${s}.approvals o ON o.request_id = k.id ${latest("'request:' || k.id")}`,
-    listRequests: `${requestRows} WHERE ($1::text[] IS NULL OR o.status = ANY($1)) ORDER BY o.id LIMIT $2`,
-    getRecord: `SELECT k.id, o.record AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS kind, $2::text AS id) k
-      LEFT JOIN ${s}.records o ON o.kind = k.kind AND o.record_id = k.id ${latest("k.kind || ':' || k.id")}`,
-    listRecords: `SELECT o.record_id AS id, o.record AS text, a.seq, a.prev_mac FROM ${s}.records o ${latest("o.kind || ':' || o.record_id")}
-      WHERE o.kind = $1 ORDER BY o.id`,
-    recordKinds: `SELECT DISTINCT kind FROM ${s}.records ORDER BY kind`,
-  };
+  const q = queries(schema);
   const failure = (cause: unknown): ToolError =>
     ToolError.is(cause)
       ? cause
@@ -147,8 +105,9 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
    * Run a batch in one transaction that first locks the audit head row. Writers on every pool and
    * machine take their turn there, so the chain has one order and the rows a batch read cannot
    * change under it. The batch reads every row its calls declared in one query, runs the calls in
-   * order against those rows, and writes all changes and audit events in one statement: four
-   * round trips however many calls it holds. A refusal (a ToolError) changes nothing; a failure of
+   * order against those rows, and writes all changes and audit events in one statement: two
+   * round trips however many calls it holds (lock and read, write and commit), so the lock is held
+   * for half the first, the run here, the second and the commit's fsync. A refusal (a ToolError) changes nothing; a failure of
    * the database rolls the batch back, and its calls then run again one per transaction, so only
    * the failing one fails.
    */
@@ -162,69 +121,67 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     }
     let retryAlone = false;
     try {
-      const asked = performance.now();
+      const declared = { entries: new Set<string>(), requests: new Set<string>(), open: new Set<string>(), records: new Map<string, RecordRef>() };
+      for (const { reads } of batch) {
+        for (const k of reads.entries ?? []) declared.entries.add(k);
+        for (const r of reads.requests ?? []) declared.requests.add(r);
+        for (const h of reads.open ?? []) declared.open.add(h);
+        for (const c of reads.records ?? []) declared.records.set(`${c.kind}:${c.id}`, c);
+      }
+      // A claim runs alone in its batch: rows someone else holds are skipped, never waited for,
+      // so concurrent claims stay disjoint.
+      const claim = batch[0]!.reads.claim;
+      const refs = [...declared.records.values()];
+      const fetching = declared.entries.size + declared.requests.size + declared.open.size + declared.records.size > 0;
+      // One round trip takes the lock and reads the rows: each statement of a simple query takes
+      // its own snapshot, so the reads after the lock see every batch committed before it.
+      const lockAndRead = [
+        q.beginAndLockHead,
+        q.lockedAt,
+        ...(claim ? [inline(q.claimable, [claim.states, claim.updatedBeforeMs, claim.limit])] : []),
+        ...(fetching
+          ? [inline(q.fetch, [[...declared.entries], [...declared.requests], [...declared.open], refs.map((c) => c.kind), refs.map((c) => c.id)])]
+          : []),
+      ].join(";\n");
+      const asked = wallClock();
       let locked = asked;
       let fetched = asked;
       let ran = asked;
+      let done = asked;
       for (let attempt = 1; ; attempt++) {
         const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
         try {
-          const lockResult = (await client.query(q.beginAndLockHead)) as unknown as pg.QueryResult<{ seq: string; mac: string }>[];
-          locked = performance.now();
-          const row = lockResult[1]?.rows[0];
+          const results = (await client.query(lockAndRead)) as unknown as pg.QueryResult[];
+          fetched = wallClock();
+          const row = (results[1]?.rows as { seq: string; mac: string }[] | undefined)?.[0];
           if (!row) throw new ToolError("journal_failed", `journal schema ${schema} has no audit head`);
+          locked = Number((results[2]!.rows[0] as { at: number }).at);
           let head = { seq: Number(row.seq), mac: row.mac };
 
-          const declared = { entries: new Set<string>(), requests: new Set<string>(), open: new Set<string>(), records: new Map<string, RecordRef>() };
-          for (const { reads } of batch) {
-            for (const k of reads.entries ?? []) declared.entries.add(k);
-            for (const r of reads.requests ?? []) declared.requests.add(r);
-            for (const h of reads.open ?? []) declared.open.add(h);
-            for (const c of reads.records ?? []) declared.records.set(`${c.kind}:${c.id}`, c);
-          }
           const entries = new Map<string, string>();
           const requests = new Map<string, StoredRequest>();
           const records = new Map<string, string>();
           // Each row's latest link, as fetched and as this batch's appends move it.
           const latestLinks = new Map<string, RowEvent>();
           const seen = (subject: string, event: RowEvent | undefined): void => void (event && latestLinks.set(subject, event));
-          // A claim runs alone in its batch: rows someone else holds are skipped, never waited for,
-          // so concurrent claims stay disjoint.
-          const claim = batch[0]!.reads.claim;
           const claimed: string[] = [];
-          if (claim) {
-            const rows = (await client.query<RowResult>(q.claimable, [claim.states, claim.updatedBeforeMs, claim.limit])).rows;
-            for (const r of rows) {
-              claimed.push(r.id);
-              entries.set(r.id, r.text!);
+          for (const r of claim ? (results[3]!.rows as RowResult[]) : []) {
+            claimed.push(r.id);
+            entries.set(r.id, r.text!);
+            seen(`entry:${r.id}`, latestOf(r));
+          }
+          for (const r of fetching ? (results.at(-1)!.rows as FetchedRow[]) : []) {
+            if (r.kind === "c") {
+              if (r.body !== null) records.set(r.id, r.body);
+              seen(r.id, latestOf(r));
+            } else if (r.kind === "e") {
+              if (r.body !== null) entries.set(r.id, r.body);
               seen(`entry:${r.id}`, latestOf(r));
+            } else {
+              if (r.kind === "r") requests.set(r.id, { id: r.id, status: r.status, inputHash: r.input_hash, text: r.body! });
+              seen(`request:${r.id}`, latestOf(r));
             }
           }
-          if (declared.entries.size + declared.requests.size + declared.open.size + declared.records.size > 0) {
-            const refs = [...declared.records.values()];
-            const fetched = await client.query<{
-              kind: string;
-              id: string;
-              body: string | null;
-              status: StoredRequest["status"];
-              input_hash: string;
-              seq: string | null;
-              prev_mac: string | null;
-            }>(q.fetch, [[...declared.entries], [...declared.requests], [...declared.open], refs.map((c) => c.kind), refs.map((c) => c.id)]);
-            for (const r of fetched.rows) {
-              if (r.kind === "c") {
-                if (r.body !== null) records.set(r.id, r.body);
-                seen(r.id, latestOf(r));
-              } else if (r.kind === "e") {
-                if (r.body !== null) entries.set(r.id, r.body);
-                seen(`entry:${r.id}`, latestOf(r));
-              } else {
-                if (r.kind === "r") requests.set(r.id, { id: r.id, status: r.status, inputHash: r.input_hash, text: r.body! });
-                seen(`request:${r.id}`, latestOf(r));
-              }
-            }
-          }
-          fetched = performance.now();
           const entryRow = (key: string): StoredRow => ({ id: key, text: entries.get(key), latest: latestLinks.get(`entry:${key}`) });
           const requestRow = (id: string): StoredRow => ({ id, text: requests.get(id)?.text, latest: latestLinks.get(`request:${id}`) });
           const dirtyEntries = new Map<string, StoredEntry>();
@@ -291,35 +248,39 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
               outcomes.push({ ok: false, error });
             }
           }
-          ran = performance.now();
+          ran = wallClock();
           // Rows go out in the order the batch first wrote them, so new rows' ids (and list order)
           // follow creation order.
           const e = [...dirtyEntries.values()];
           const r = [...dirtyRequests.values()];
           const c = [...dirtyRecords.values()];
-          if (audit.seqs.length + e.length + r.length + c.length > 0) {
-            await client.query(q.write, [
-              audit.seqs,
-              audit.payloads,
-              audit.prevMacs,
-              audit.macs,
-              e.map((x) => x.key),
-              e.map((x) => x.state),
-              e.map((x) => x.updatedMs),
-              e.map((x) => x.text),
-              r.map((x) => x.id),
-              r.map((x) => x.status),
-              r.map((x) => x.inputHash),
-              r.map((x) => x.text),
-              head.seq,
-              head.mac,
-              audit.subjects,
-              c.map((x) => x.kind),
-              c.map((x) => x.id),
-              c.map((x) => x.text),
-            ]);
-          }
-          await client.query("COMMIT");
+          // One round trip writes and commits (the commit returns after its fsync).
+          const writing = audit.seqs.length + e.length + r.length + c.length > 0;
+          await client.query(
+            writing
+              ? `${inline(q.write, [
+                  audit.seqs,
+                  audit.payloads,
+                  audit.prevMacs,
+                  audit.macs,
+                  e.map((x) => x.key),
+                  e.map((x) => x.state),
+                  e.map((x) => x.updatedMs),
+                  e.map((x) => x.text),
+                  r.map((x) => x.id),
+                  r.map((x) => x.status),
+                  r.map((x) => x.inputHash),
+                  r.map((x) => x.text),
+                  head.seq,
+                  head.mac,
+                  audit.subjects,
+                  c.map((x) => x.kind),
+                  c.map((x) => x.id),
+                  c.map((x) => x.text),
+                ])};\nCOMMIT`
+              : "COMMIT",
+          );
+          done = wallClock();
         } catch (cause) {
           await client.query("ROLLBACK").catch(() => undefined);
           const inner = cause instanceof BatchFailure ? cause.cause : cause;
@@ -337,14 +298,15 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           if (outcome.ok) op.resolve(outcome.value);
           else op.reject(failure(outcome.error));
         });
-        const done = performance.now();
+        // Clamped: the two clocks are one machine's, but ours is read through a monotonic offset.
+        const since = (from: number, to: number): number => Math.max(0, to - from);
         options.onBatch?.({
           calls: batch.length,
           attempts: attempt,
-          lockMs: locked - asked,
-          fetchMs: fetched - locked,
-          runMs: ran - fetched,
-          commitMs: done - ran,
+          lockMs: since(asked, locked),
+          fetchMs: since(locked, fetched),
+          runMs: since(fetched, ran),
+          commitMs: since(ran, done),
         });
         return;
       }

@@ -1,0 +1,156 @@
+import pg from "pg";
+import { hashCanonical } from "@toolgate/core";
+import { verifyAuditChain } from "@toolgate/core/operator";
+import { sampleIntent, sampleRequest } from "@toolgate/core/testing";
+import { expect, it } from "vitest";
+import { connectPostgresJournal, type PostgresBatchTiming } from "./index.js";
+import { describeWithPostgres, freshSchema, pgUrl } from "./fixtures/postgres.js";
+import { inline } from "./sql.js";
+
+const KEY = "postgres-batch-key";
+
+// Text an attacker controls (keys, inputs, claimants) that the batch writes into its statements as
+// literals: quotes of every kind, backslash escapes as an escape string would read them, array
+// literal syntax, placeholders, statement breaks, and characters outside ASCII.
+const HOSTILE = [
+  "",
+  "'",
+  "''",
+  "\\",
+  "\\'",
+  "\\\\'",
+  "'\\",
+  "\\x41\\101\\u0041\\n\\t\\b\\0",
+  "E'x'",
+  '"',
+  '\\"',
+  "{",
+  "}",
+  "{a,b}",
+  '{"a","b"}',
+  ",",
+  "NULL",
+  "null",
+  "  padded  ",
+  "$1",
+  "$99",
+  "$$ dollar $$",
+  "$tag$ x $tag$",
+  "'; DROP SCHEMA public CASCADE; --",
+  "x'); COMMIT; DROP TABLE audit; --",
+  "line\nbreak\r\nand\ttab",
+  "\u2028\u2029\u200b\ufeff",
+  "é e\u0301 ß ﬁ Ω",
+  "😀 \ud83d\ude00",
+  "/* comment */ -- comment",
+  "'".repeat(300) + "\\".repeat(300),
+];
+
+describeWithPostgres("values written into a batch's statements", () => {
+  it("read back as exactly what was written, as text and in arrays, whatever standard_conforming_strings says", async () => {
+    const client = new pg.Client({ connectionString: pgUrl });
+    await client.connect();
+    try {
+      for (const conforming of ["on", "off"]) {
+        await client.query(`SET standard_conforming_strings = ${conforming}`);
+        await client.query("SET escape_string_warning = off");
+        for (const value of HOSTILE) {
+          const { rows } = await client.query<{ v: string; a: (string | null)[] }>(
+            inline("SELECT $1::text AS v, $2::text[] AS a", [value, [value, null, value]]),
+          );
+          expect(rows, `${conforming}: ${JSON.stringify(value)}`).toEqual([{ v: value, a: [value, null, value] }]);
+        }
+      }
+      const numbers = [0, -1, 1.5, 1e21, Number.MAX_VALUE, Number.MIN_VALUE, 2 ** 53 - 1];
+      const { rows } = await client.query<{ d: number[]; b: string[] }>(
+        inline("SELECT $1::double precision[] AS d, $2::bigint[] AS b", [numbers, [1, 2 ** 53 - 1]]),
+      );
+      expect(rows).toEqual([{ d: numbers, b: ["1", String(2 ** 53 - 1)] }]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("never scans a written value for placeholders, and refuses a value it cannot write or a placeholder without one", () => {
+    expect(inline("SELECT $1, $2", ["$2", "x"])).toBe("SELECT E'$2', E'x'");
+    expect(inline("SELECT $1", [null])).toBe("SELECT NULL");
+    expect(() => inline("SELECT $1, $2", ["x"])).toThrow(/no value for \$2/);
+    expect(() => inline("SELECT $1", [{ a: 1 }])).toThrow(TypeError);
+    expect(() => inline("SELECT $1", [[{ a: 1 }]])).toThrow(TypeError);
+  });
+
+  it("keep hostile keys, inputs, request ids and claimants exact through intents, settlements, approvals and claims, and the chain verifies", async () => {
+    const { schema, drop } = freshSchema();
+    const journal = await connectPostgresJournal(pgUrl, { auditKey: KEY, schema, poolSize: 2 });
+    try {
+      const intents = HOSTILE.map((text, i) => sampleIntent(`k${i}${text}`, { input: { text, list: [text, text] }, target: text, principal: text }));
+      const started = await Promise.all(intents.map((intent) => journal.beginIntent(intent)));
+      expect(started.map((s) => s.status)).toEqual(intents.map(() => "started"));
+      for (const intent of intents) expect(await journal.getIntent(intent.key)).toMatchObject({ key: intent.key, input: intent.input, state: "pending" });
+      const requests = HOSTILE.map((text, i) => sampleRequest(`r${i}${text}`, { principal: text }));
+      const asked = await Promise.all(requests.map((r) => journal.requestApproval(r)));
+      expect(asked.map((a) => [a.request.id, a.created])).toEqual(requests.map((r) => [r.id, true]));
+      const claimed = await journal.claimOutbox({
+        states: ["pending"],
+        updatedBefore: "2100-01-01T00:00:00.000Z",
+        limit: 1000,
+        claimant: HOSTILE.join("|"),
+        at: "2026-01-01T00:00:01.000Z",
+      });
+      expect(claimed.map((e) => e.key).sort()).toEqual(intents.map((i) => i.key).sort());
+      for (const [i, intent] of intents.entries()) {
+        const output = { echo: HOSTILE[i]! };
+        const result = { output, outputHash: hashCanonical(output), untrusted: false, findings: [] };
+        await journal.settleIntent(intent.key, {
+          state: "completed",
+          boundary: "effect_completed",
+          intentHash: intent.intentHash,
+          invocationId: HOSTILE[i]!,
+          at: "2026-01-01T00:00:02.000Z",
+          result,
+        });
+        expect(await journal.getIntent(intent.key)).toMatchObject({ key: intent.key, state: "completed", result: { output } });
+      }
+      const audit = await journal.readAudit();
+      expect(audit.filter((r) => r.type === "outbox.claimed").map((r) => (r.data as { claimant: string }).claimant)).toEqual(
+        intents.map(() => HOSTILE.join("|")),
+      );
+      expect(verifyAuditChain(audit, { key: KEY, expectedHead: await journal.head() })).toMatchObject({
+        ok: true,
+        count: intents.length * 3 + requests.length,
+      });
+    } finally {
+      await journal.close();
+      await drop();
+    }
+  });
+
+  it("tell onBatch each committed batch: its calls (a refused call among them) and non-negative timings", async () => {
+    const { schema, drop } = freshSchema();
+    const timings: PostgresBatchTiming[] = [];
+    const journal = await connectPostgresJournal(pgUrl, { auditKey: KEY, schema, poolSize: 2, onBatch: (t) => timings.push(t) });
+    try {
+      const intent = sampleIntent("once");
+      const calls = await Promise.allSettled([
+        journal.append({ type: "test.a", at: "2026-01-01T00:00:00.000Z", data: {} }),
+        journal.beginIntent(intent),
+        journal.settleIntent("missing", {
+          state: "failed",
+          boundary: "effect_failed",
+          intentHash: intent.intentHash,
+          invocationId: "x",
+          at: "2026-01-01T00:00:00.000Z",
+        }),
+      ]);
+      expect(calls.map((c) => c.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
+      expect(timings.reduce((n, t) => n + t.calls, 0)).toBe(3);
+      for (const t of timings) {
+        expect(t.attempts).toBe(1);
+        for (const ms of [t.lockMs, t.fetchMs, t.runMs, t.commitMs]) expect(ms).toBeGreaterThanOrEqual(0);
+      }
+    } finally {
+      await journal.close();
+      await drop();
+    }
+  });
+});
