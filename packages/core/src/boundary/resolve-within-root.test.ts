@@ -202,6 +202,20 @@ describe("resolveWithinRoot refuses", () => {
     }
   });
 
+  it("a root that is not a directory as a configuration error, whatever the candidate and however it would be refused", async () => {
+    const file = path.join(base, "secret.txt");
+    const fileLink = path.join(base, "file-root-link");
+    await symlink(file, fileLink);
+    for (const givenRoot of [file, fileLink]) {
+      for (const candidate of [".", "x", "a/b", "../x", "..", "/etc/passwd", `${file}/x`, "a/../..", "loop1"]) {
+        for (const allowMissing of [false, true]) {
+          const error = await caught(resolveWithinRoot(givenRoot, candidate, { allowMissing }));
+          expect(error.code).toBe<ToolErrorCode>("config_invalid");
+        }
+      }
+    }
+  });
+
   it("a missing path as not_found unless writes are allowed", async () => {
     const error = await caught(resolveWithinRoot(root, "a/nope.txt"));
     expect(error.code).toBe<ToolErrorCode>("not_found");
@@ -248,6 +262,40 @@ describe("resolveWithinRoot allows", () => {
     expect(await resolveWithinRoot(root, "in-dir/new.txt", { allowMissing: true })).toBe(path.join(root, "a/b/new.txt"));
     expect(await resolveWithinRoot(root, "dangling-in", { allowMissing: true })).toBe(path.join(root, "a/new-via-link.txt"));
     expect(await resolveWithinRoot(rootLink, "new.txt", { allowMissing: true })).toBe(path.join(root, "new.txt"));
+  });
+
+  it("a root re-pointed between calls: each call resolves the root again and confines to where it now leads", async () => {
+    const movable = path.join(base, "movable-root");
+    const first = path.join(base, "root-first");
+    const second = path.join(base, "root-second");
+    for (const dir of [first, second]) {
+      await mkdir(dir, { recursive: true });
+      await writeFile(path.join(dir, "x.txt"), dir);
+    }
+    await symlink(first, movable);
+    expect(await resolveWithinRoot(movable, "x.txt")).toBe(path.join(first, "x.txt"));
+    await rm(movable);
+    await symlink(second, movable);
+    expect(await resolveWithinRoot(movable, "x.txt")).toBe(path.join(second, "x.txt"));
+    // The old target, by its real path, is now outside the root.
+    await expectRefused(path.join(first, "x.txt"), "outside_root", {}, movable);
+    // Replaced by a link that leads outside: what it leads to is the root now, never a way out of it.
+    await rm(movable);
+    await symlink(path.join(base, "outside"), movable);
+    expect(await resolveWithinRoot(movable, "x.txt")).toBe(path.join(base, "outside", "x.txt"));
+    await expectRefused("../secret.txt", "outside_root", {}, movable);
+  });
+
+  it("refuses by rejecting, never by throwing synchronously", async () => {
+    const guard = createRootGuard(root);
+    for (const candidate of ["../x", "out-dir-abs/x.txt", "loop1", "\0", 42 as unknown as string]) {
+      let pending: Promise<string> | undefined;
+      expect(() => (pending = guard.resolve(candidate))).not.toThrow();
+      await expect(pending).rejects.toBeInstanceOf(ToolError);
+      let direct: Promise<string> | undefined;
+      expect(() => (direct = resolveWithinRoot(root, candidate))).not.toThrow();
+      await expect(direct).rejects.toBeInstanceOf(ToolError);
+    }
   });
 
   it("a guard resolves the root once and answers the same", async () => {

@@ -1,8 +1,7 @@
-import { lstat, readlink, realpath, stat } from "node:fs/promises";
-import { realpathSync, statSync } from "node:fs";
+import { lstatSync, readlinkSync, realpathSync, statSync, type Stats } from "node:fs";
 import path from "node:path";
 import { ToolError } from "../errors.js";
-import { isHardLinkToProtected, protectedPathCovering } from "./protected-paths.js";
+import { isHardLinkToProtected, protectedPathCovering, protectedPaths } from "./protected-paths.js";
 
 /** Options for {@link resolveWithinRoot} and {@link RootGuard.resolve}. */
 export interface ResolveWithinRootOptions {
@@ -57,7 +56,7 @@ export function createRootGuard(root: string): RootGuard {
   const realRoot = resolveRootSync(root);
   return {
     root: realRoot,
-    resolve: (candidate, options) => resolveAgainst(realRoot, root, candidate, options ?? {}),
+    resolve: async (candidate, options) => resolveAgainst(realRoot, root, candidate, options ?? {}),
     contains: (absolutePath) => isInside(realRoot, absolutePath),
   };
 }
@@ -104,8 +103,18 @@ export function createRootGuard(root: string): RootGuard {
  */
 export async function resolveWithinRoot(root: string, candidate: string, options: ResolveWithinRootOptions = {}): Promise<string> {
   checkCandidate(candidate);
-  const realRoot = await resolveRoot(root);
-  return resolveAgainst(realRoot, root, candidate, options);
+  const realRoot = resolveRoot(root);
+  let real: string;
+  try {
+    real = resolveAgainst(realRoot, root, candidate, options);
+  } catch (error) {
+    // A root that is not a directory is a configuration error, whatever the candidate.
+    assertRootIsDirectory(realRoot);
+    throw error;
+  }
+  // A real path strictly below the real root proves the root is a directory; the root itself does not.
+  if (real === realRoot) assertRootIsDirectory(realRoot);
+  return real;
 }
 
 // ---------- internals ----------
@@ -141,30 +150,34 @@ function rootProblem(root: unknown): string | undefined {
 }
 
 function resolveRootSync(root: string): string {
-  const problem = rootProblem(root);
-  if (problem) throw new ToolError("config_invalid", problem);
-  let real: string;
-  try {
-    real = realpathSync.native(root);
-    if (!statSync(real).isDirectory()) throw new ToolError("config_invalid", "the root is not a directory");
-  } catch (cause) {
-    if (ToolError.is(cause)) throw cause;
-    throw new ToolError("config_invalid", "the root does not exist or cannot be resolved", { cause });
-  }
+  const real = resolveRoot(root);
+  assertRootIsDirectory(real);
   return real;
 }
 
-async function resolveRoot(root: string): Promise<string> {
+/**
+ * The root's real path (resolved on every call, never cached: a root re-pointed between calls is
+ * followed). Whether it is a directory is checked by `assertRootIsDirectory` only when the answer
+ * could depend on it: a candidate that resolved strictly below the real root proves it is one.
+ */
+function resolveRoot(root: string): string {
   const problem = rootProblem(root);
   if (problem) throw new ToolError("config_invalid", problem);
-  let real: string;
   try {
-    real = await realpath(root);
+    return realpathSync.native(root);
   } catch (cause) {
     throw new ToolError("config_invalid", "the root does not exist or cannot be resolved", { cause });
   }
-  if (!(await stat(real)).isDirectory()) throw new ToolError("config_invalid", "the root is not a directory");
-  return real;
+}
+
+function assertRootIsDirectory(realRoot: string): void {
+  let directory: boolean;
+  try {
+    directory = statSync(realRoot).isDirectory();
+  } catch (cause) {
+    throw new ToolError("config_invalid", "the root does not exist or cannot be resolved", { cause });
+  }
+  if (!directory) throw new ToolError("config_invalid", "the root is not a directory");
 }
 
 function errnoOf(cause: unknown): string | undefined {
@@ -173,7 +186,21 @@ function errnoOf(cause: unknown): string | undefined {
 
 const MISSING = new Set(["ENOENT", "ENOTDIR"]);
 
-async function resolveAgainst(realRoot: string, givenRoot: string, candidate: string, options: ResolveWithinRootOptions): Promise<string> {
+function statQuietly(p: string): Stats | undefined {
+  try {
+    return statSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The resolution itself, synchronous: `realpathSync.native` and one `statSync` cost a few
+ * microseconds on a local filesystem, where each asynchronous call waits for a pool thread (tens
+ * of microseconds). The price: the event loop waits for these system calls, which matters only on
+ * a slow (network) filesystem.
+ */
+function resolveAgainst(realRoot: string, givenRoot: string, candidate: string, options: ResolveWithinRootOptions): string {
   checkCandidate(candidate);
   let lexical: string;
   if (path.isAbsolute(candidate)) {
@@ -190,16 +217,17 @@ async function resolveAgainst(realRoot: string, givenRoot: string, candidate: st
   let real: string;
   let missing = false;
   try {
-    real = await realpath(lexical);
+    real = realpathSync.native(lexical);
   } catch (cause) {
     const code = errnoOf(cause);
     if (code === undefined || !MISSING.has(code)) throw refuse(candidate, "unresolvable", `cannot be resolved (${code ?? "error"})`, cause);
-    real = await resolveMissing(realRoot, lexical, candidate);
+    real = resolveMissing(realRoot, lexical, candidate);
     missing = true;
   }
   if (!isInside(realRoot, real)) throw refuse(candidate, "symlink_escape", "resolves through a symbolic link to a place outside the root");
   if (protectedPathCovering(real) !== undefined) throw refuse(candidate, "protected", "is the gate's own state, which no tool may reach");
-  const info = missing ? undefined : await stat(real).catch(() => undefined);
+  // The stat is only for the hard-link check, which matches nothing while nothing is protected.
+  const info = missing || protectedPaths().length === 0 ? undefined : statQuietly(real);
   if (info !== undefined && isHardLinkToProtected(info))
     throw refuse(candidate, "protected", "is a hard link to the gate's own state, which no tool may reach");
   if (missing && options.allowMissing !== true) throw new ToolError("not_found", `path ${shown(candidate)} does not exist`);
@@ -212,7 +240,7 @@ async function resolveAgainst(realRoot: string, givenRoot: string, candidate: st
  * result holds no link that creating it could follow. An ancestor outside the root is refused at
  * once, before anything is said about what lies below it.
  */
-async function resolveMissing(realRoot: string, start: string, candidate: string): Promise<string> {
+function resolveMissing(realRoot: string, start: string, candidate: string): string {
   let target = start;
   for (let hop = 0; hop <= MAX_DANGLING_HOPS; hop++) {
     const rest: string[] = [];
@@ -220,7 +248,7 @@ async function resolveMissing(realRoot: string, start: string, candidate: string
     let realAncestor: string | undefined;
     for (;;) {
       try {
-        realAncestor = await realpath(ancestor);
+        realAncestor = realpathSync.native(ancestor);
         break;
       } catch (cause) {
         const code = errnoOf(cause);
@@ -238,10 +266,10 @@ async function resolveMissing(realRoot: string, start: string, candidate: string
     const entry = path.join(realAncestor, first);
     let link: string;
     try {
-      const info = await lstat(entry);
+      const info = lstatSync(entry);
       // An entry that exists, is not a link, and yet did not resolve: it changed under us.
       if (!info.isSymbolicLink()) throw refuse(candidate, "unresolvable", "cannot be resolved (it changed while being resolved)");
-      link = await readlink(entry);
+      link = readlinkSync(entry);
     } catch (cause) {
       if (ToolError.is(cause)) throw cause;
       const code = errnoOf(cause);
