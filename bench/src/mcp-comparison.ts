@@ -1,9 +1,9 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { createMcpServer } from "@toolgate/adapters/mcp";
-import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, type AnyGate, type CallOptions } from "@toolgate/core";
+import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defineProfile, type AnyGate } from "@toolgate/core";
 import { countWordsTool } from "./count-words-tool.js";
-import { childrenDir, expectOk, inMemoryClient, mcpArgs, mcpSdkServer } from "./mcp-servers.js";
+import { childrenDir, expectOk, gatedCall, inMemoryClient, mcpArgs, mcpSdkServer } from "./mcp-servers.js";
 import { compareMicros } from "./measure.js";
 import { target } from "./targets.js";
 
@@ -38,14 +38,6 @@ async function inFlightRates(
 const PROCESS = "tool process over stdio, gated";
 const PROCESS_READ = "  the same, tool declared effect read";
 const MCP_STDIO = "MCP SDK, stdio";
-
-/** A gated call that must end ok. */
-const gatedCall = (gate: AnyGate, id: string, call: CallOptions): Contender => {
-  return async () => {
-    const r = await gate.invoke(id, mcpArgs, call);
-    if (r.status !== "ok") throw new Error(`bench call failed: ${r.status} ${"message" in r ? r.message : ""}`);
-  };
-};
 
 /**
  * The same trivial tool through: the MCP SDK (in memory and over stdio), the gate in-process, the

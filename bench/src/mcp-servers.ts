@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { AnyGate, CallOptions } from "@toolgate/core";
 import { z } from "zod";
 import { countWords } from "./count-words-tool.js";
 
@@ -31,4 +32,12 @@ export async function inMemoryClient(server: { connect(t: InMemoryTransport): Pr
 
 export function expectOk(result: object): void {
   if ("isError" in result && result.isError) throw new Error("bench call failed");
+}
+
+/** A gated call of the trivial tool that must end ok. */
+export function gatedCall(gate: AnyGate, id: string, call: CallOptions): () => Promise<void> {
+  return async () => {
+    const r = await gate.invoke(id, mcpArgs, call);
+    if (r.status !== "ok") throw new Error(`bench call failed: ${r.status} ${"message" in r ? r.message : ""}`);
+  };
 }

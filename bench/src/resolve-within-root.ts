@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createRootGuard, resolveWithinRoot } from "@toolgate/core/boundary";
-import { compareMicros, row } from "./measure.js";
+import { compareTimes, row } from "./measure.js";
 import { target } from "./targets.js";
 
 /** Path containment on a 6-level path: the cost every filesystem tool pays per name it is given. */
@@ -17,7 +17,7 @@ export async function benchResolveWithinRoot(): Promise<string[]> {
     const guard = createRootGuard(root);
     const expected = path.join(guard.root, candidate);
 
-    const m = await compareMicros(
+    const { wall, cpu } = await compareTimes(
       {
         bare: () => realpath(absolute),
         perCall: async () => {
@@ -30,13 +30,13 @@ export async function benchResolveWithinRoot(): Promise<string[]> {
       },
       { rounds: 150, batchSize: 100, warmup: 1000 },
     );
-    const { bare, perCall, guarded, missing } = m as Record<"bare" | "perCall" | "guarded" | "missing", number>;
+    const { bare, perCall, guarded, missing } = wall as Record<"bare" | "perCall" | "guarded" | "missing", number>;
     return [
       "resolveWithinRoot — 6-level path (median of 150 interleaved rounds × 100 calls)",
-      row("fs.realpath alone", bare),
-      row("resolveWithinRoot(root, path)", perCall, bare),
-      row("createRootGuard(root).resolve(path)", guarded, bare),
-      row("guard.resolve, missing leaf (allowMissing)", missing, bare),
+      row("fs.realpath alone", bare, undefined, cpu["bare"]),
+      row("resolveWithinRoot(root, path)", perCall, bare, cpu["perCall"]),
+      row("createRootGuard(root).resolve(path)", guarded, bare, cpu["guarded"]),
+      row("guard.resolve, missing leaf (allowMissing)", missing, bare, cpu["missing"]),
       target({ label: "resolveWithinRoot, 6-level path", value: perCall, unit: "µs", direction: "at-most", target: 20 }),
     ];
   } finally {
