@@ -153,4 +153,24 @@ describeWithPostgres("values written into a batch's statements", () => {
       await drop();
     }
   });
+
+  it("keep committing when onBatch throws: the hook's failure is its own", async () => {
+    const { schema, drop } = freshSchema();
+    const journal = await connectPostgresJournal(pgUrl, {
+      auditKey: KEY,
+      schema,
+      poolSize: 2,
+      onBatch: () => {
+        throw new Error("metrics down");
+      },
+    });
+    try {
+      const receipts = await Promise.all([1, 2, 3].map((i) => journal.append({ type: "test.a", at: "2026-01-01T00:00:00.000Z", data: { i } })));
+      expect(receipts.map((r) => r.seq)).toEqual([1, 2, 3]);
+      expect(await journal.append({ type: "test.b", at: "2026-01-01T00:00:00.000Z", data: {} })).toMatchObject({ seq: 4 });
+    } finally {
+      await journal.close();
+      await drop();
+    }
+  });
 });

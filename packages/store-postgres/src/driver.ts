@@ -300,14 +300,19 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
         });
         // Clamped: the two clocks are one machine's, but ours is read through a monotonic offset.
         const since = (from: number, to: number): number => Math.max(0, to - from);
-        options.onBatch?.({
-          calls: batch.length,
-          attempts: attempt,
-          lockMs: since(asked, locked),
-          fetchMs: since(locked, fetched),
-          runMs: since(fetched, ran),
-          commitMs: since(ran, done),
-        });
+        // A metrics hook: whatever it throws is its own, never the batch's.
+        try {
+          options.onBatch?.({
+            calls: batch.length,
+            attempts: attempt,
+            lockMs: since(asked, locked),
+            fetchMs: since(locked, fetched),
+            runMs: since(fetched, ran),
+            commitMs: since(ran, done),
+          });
+        } catch {
+          // ignored: the batch committed and its calls are resolved
+        }
         return;
       }
     } finally {
