@@ -88,7 +88,7 @@ export async function benchMcpComparison(): Promise<string[]> {
   }
 
   try {
-    const micros = await compareMicros(contenders, { rounds: 15, batchSize: 200, warmup: 300 });
+    const micros = await compareMicros(contenders, { rounds: 15, batchSize: 200, warmup: 1000 });
     const parallel = await inFlightRates(contenders, 64, 2000, 7);
     const seq = (name: string) => 1e6 / micros[name]!;
     const ratio = (rates: (name: string) => number, name: string) => (processGate ? rates(name) / rates(MCP_STDIO) : NaN);
