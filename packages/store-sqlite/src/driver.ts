@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import type { WalSync } from "./wal-sync.js";
 import { ToolError } from "@toolgate/core";
 import {
   GENESIS_MAC,
@@ -15,6 +16,12 @@ export interface SqliteDriverOptions {
   readonly groupCommit: boolean;
   /** Most transactions in one batch. */
   readonly maxBatch: number;
+  /**
+   * Syncs the write-ahead log off the event loop (`synchronous: "full"` on a connection at
+   * NORMAL): a batch's promises, and a read's, resolve only once what they saw is on disk.
+   * Undefined: each commit is as durable as the connection's own level makes it when it returns.
+   */
+  readonly sync: WalSync | undefined;
 }
 
 /** A failure of the database itself inside a batch run without savepoints. */
@@ -135,7 +142,8 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
   /**
    * Run a batch in one write transaction. A refusal (a ToolError) is thrown before its op's first
    * write, so it needs no savepoint. Any other failure (the database's own) rolls the whole batch
-   * back, which then runs again with a savepoint per op so that only the failing op fails.
+   * back, which then runs again with a savepoint per op so that only the failing op fails. The
+   * outcomes are handed out once the commit is on disk (see {@link SqliteDriverOptions.sync}).
    */
   const runBatch = (batch: readonly QueuedOp[], isolated: boolean): void => {
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
@@ -170,12 +178,24 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
       for (const op of batch) op.reject(error);
       return;
     }
-    batch.forEach((op, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) op.resolve(outcome.value);
-      else op.reject(failure(outcome.error));
+    const handOut = (): void =>
+      batch.forEach((op, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) op.resolve(outcome.value);
+        else op.reject(failure(outcome.error));
+      });
+    if (options.sync === undefined) return handOut();
+    options.sync.committed().then(handOut, (cause: unknown) => {
+      const error = notDurable(cause);
+      for (const op of batch) op.reject(error);
     });
   };
+
+  /** The commit happened but is not known to be on disk: the caller must not act on it. */
+  const notDurable = (cause: unknown): ToolError =>
+    new ToolError("journal_failed", `journal ${path}: could not sync the write-ahead log: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    });
 
   const flush = (): void => {
     scheduled = false;
@@ -196,14 +216,25 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
       }
     });
 
-  /** Reads see every write issued before them: behind queued writes they wait their turn. */
+  /**
+   * Reads see every write issued before them: behind queued writes they wait their turn. A read
+   * that saw a commit not yet on disk answers once it is.
+   */
   const read = <T>(run: () => T): Promise<T> => {
     if (queue.length > 0) return write(run);
+    let value: T;
     try {
-      return Promise.resolve(run());
+      value = run();
     } catch (cause) {
       return Promise.reject(failure(cause));
     }
+    const synced = options.sync?.caughtUp();
+    return synced === undefined
+      ? Promise.resolve(value)
+      : synced.then(
+          () => value,
+          (cause: unknown) => Promise.reject(notDurable(cause)),
+        );
   };
   const list = (filter: ListFilter<string>): ListParams => ({
     states: filter.states === undefined ? null : JSON.stringify(filter.states),
@@ -224,7 +255,11 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
     recordKinds: () => read(() => sql.recordKinds.all()),
     async close() {
       flush();
-      db.close();
+      try {
+        await options.sync?.close();
+      } finally {
+        db.close();
+      }
     },
   };
 }

@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { ToolError } from "@toolgate/core";
 import { verifyAuditChain, verifyJournalRows } from "@toolgate/core/operator";
@@ -13,20 +11,13 @@ import {
   writeUpgradeSample,
   type RawJournalRows,
 } from "@toolgate/core/testing";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { tempFiles } from "./fixtures/temp-files.js";
 import { openSqliteJournal, SQLITE_SCHEMA_VERSION, type SqliteJournal } from "./index.js";
 import { MIGRATIONS } from "./schema.js";
 
 const KEY = "sqlite-conformance-key";
-const dirs: string[] = [];
-const tempFile = (): string => {
-  const dir = mkdtempSync(join(tmpdir(), "toolgate-sqlite-"));
-  dirs.push(dir);
-  return join(dir, "journal.db");
-};
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const tempFile = tempFiles("toolgate-sqlite-");
 const at = (ms = 0): string => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
 
 describeJournal("sqlite", async () => {

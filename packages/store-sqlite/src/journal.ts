@@ -1,4 +1,4 @@
-import { chmodSync, existsSync } from "node:fs";
+import { chmodSync, existsSync, fdatasync } from "node:fs";
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
 import { ToolError, type Journal } from "@toolgate/core";
@@ -7,10 +7,13 @@ import { type AuditKey } from "@toolgate/core/operator";
 import { auditKeyCheck, createJournal } from "@toolgate/core/store-kit";
 import { sqliteDriver } from "./driver.js";
 import { migrate, SQLITE_SCHEMA_VERSION } from "./schema.js";
+import { walSync, type WalSync } from "./wal-sync.js";
 
 /**
  * `full` (the default): every commit is fsynced before its promise resolves, so an intent survives
- * a power loss or kernel crash as well as a killed process. `normal`: in WAL mode a commit survives
+ * a power loss or kernel crash as well as a killed process. On a file, the journal syncs the
+ * write-ahead log itself, off the event loop, one sync for every batch committed meanwhile (the
+ * connection runs at NORMAL, which keeps SQLite's syncs around checkpoints). `normal`: in WAL mode a commit survives
  * a killed process but the last commits can be lost with the machine; faster. `extra`: `full`
  * plus a directory sync.
  */
@@ -41,7 +44,10 @@ export interface SqliteJournal extends Journal {
   readonly kind: "sqlite";
   readonly path: string;
   readonly schemaVersion: number;
-  /** The `synchronous` level the connection reports (read back from SQLite, not the option). */
+  /**
+   * The level kept: the connection's own (read back from SQLite, not the option), or `full` when
+   * the journal syncs the write-ahead log itself at NORMAL.
+   */
   readonly synchronous: SqliteSynchronous | "off";
 }
 
@@ -50,7 +56,12 @@ export interface SqliteJournal extends Journal {
  * open the same file: every write is one `BEGIN IMMEDIATE` transaction that reads the audit head
  * and appends after it, so they keep one chain.
  */
-export async function openSqliteJournal(path: string, options: SqliteJournalOptions): Promise<SqliteJournal> {
+export function openSqliteJournal(path: string, options: SqliteJournalOptions): Promise<SqliteJournal> {
+  return openJournalFile(path, options, fdatasync);
+}
+
+/** {@link openSqliteJournal} with the log's sync call given (tests count, hold or fail it). */
+export async function openJournalFile(path: string, options: SqliteJournalOptions, datasync: typeof fdatasync): Promise<SqliteJournal> {
   const synchronous = options.synchronous ?? "full";
   if (!["full", "normal", "extra"].includes(synchronous)) throw new TypeError(`synchronous must be full, normal or extra, not ${String(synchronous)}`);
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
@@ -59,7 +70,10 @@ export async function openSqliteJournal(path: string, options: SqliteJournalOpti
   const auditKey = options.auditKey;
   if (auditKey === undefined || auditKey.length === 0) throw new TypeError("openSqliteJournal needs the audit key");
 
+  // Full on a file: the journal syncs the log itself (see SqliteSynchronous).
+  const ownSync = synchronous === "full" && path !== ":memory:" && path !== "";
   let db: Database.Database;
+  let sync: WalSync | undefined;
   try {
     const created = path !== ":memory:" && !existsSync(path);
     // The journal file and its write-ahead log are the gate's state: no filesystem tool may reach them.
@@ -72,19 +86,20 @@ export async function openSqliteJournal(path: string, options: SqliteJournalOpti
   }
   try {
     db.pragma("journal_mode = WAL");
-    db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
+    db.pragma(`synchronous = ${ownSync ? "NORMAL" : synchronous.toUpperCase()}`);
     migrate(db, path, auditKeyCheck(auditKey));
+    if (ownSync) sync = walSync(path, datasync);
   } catch (cause) {
     db.close();
     throw ToolError.is(cause) ? cause : new ToolError("journal_failed", `could not open journal ${path}`, { cause });
   }
 
-  const journal = createJournal(sqliteDriver(db, path, { groupCommit, maxBatch }), { auditKey, retainReadOutputs: options.retainReadOutputs === true });
+  const journal = createJournal(sqliteDriver(db, path, { groupCommit, maxBatch, sync }), { auditKey, retainReadOutputs: options.retainReadOutputs === true });
   return {
     ...journal,
     kind: "sqlite",
     path,
     schemaVersion: SQLITE_SCHEMA_VERSION,
-    synchronous: (["off", "normal", "full", "extra"] as const)[db.pragma("synchronous", { simple: true }) as number] ?? "off",
+    synchronous: sync ? "full" : ((["off", "normal", "full", "extra"] as const)[db.pragma("synchronous", { simple: true }) as number] ?? "off"),
   };
 }
