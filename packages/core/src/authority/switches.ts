@@ -30,8 +30,9 @@ export function targetsOf(toolId: string): readonly [string, string] {
  * switches were ever thrown.
  */
 export async function switchFor(journal: RecordJournal, toolId: string): Promise<KillSwitch | undefined> {
-  const rows = (await Promise.all(targetsOf(toolId).map((target) => journal.getRecord("switch", target)))) as (SwitchRecord | undefined)[];
-  const s = rows.find((row) => row?.status === "disabled");
+  const [tool, family] = targetsOf(toolId);
+  const rows = (await Promise.all([journal.getRecord("switch", tool), journal.getRecord("switch", family)])) as (SwitchRecord | undefined)[];
+  const s = rows[0]?.status === "disabled" ? rows[0] : rows[1]?.status === "disabled" ? rows[1] : undefined;
   return s && { target: s.target, reason: s.reason, by: s.by, at: s.at };
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { AuditKey } from "./audit-chain.js";
+import type { AuditKey, SealedAuditEvent } from "./audit-chain.js";
 import { createJournal } from "./create-journal.js";
 import type { JournalDriver, JournalTransaction, RowEvent, StoredEntry, StoredRecord, StoredRequest, StoredRow } from "./driver.js";
 import { GENESIS_MAC, type Journal } from "./types.js";
@@ -110,10 +110,10 @@ export function memoryDriver(): MemoryDriver {
     head: async () => head(),
     async readAudit({ afterSeq, limit }) {
       const to = Math.min(macs.length, afterSeq + (limit ?? Infinity));
-      return Array.from({ length: Math.max(0, to - afterSeq) }, (_, n) => {
-        const i = afterSeq + n;
-        return { seq: i + 1, subject: subjects[i], payload: payloads[i]!, prevMac: i === 0 ? GENESIS_MAC : macs[i - 1]!, mac: macs[i]! };
-      });
+      const out: SealedAuditEvent[] = [];
+      for (let i = afterSeq; i < to; i++)
+        out.push({ seq: i + 1, subject: subjects[i], payload: payloads[i]!, prevMac: i === 0 ? GENESIS_MAC : macs[i - 1]!, mac: macs[i]! });
+      return out;
     },
     getEntry: async (key) => entryRow(key),
     listEntries: async ({ states, limit }) => list(entries, (e) => !states || states.includes(e.state), limit),

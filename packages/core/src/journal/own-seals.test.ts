@@ -123,6 +123,17 @@ describe("an entry this process sealed is still checked when the store holds som
     await expect(settle(journal, intent)).resolves.toMatchObject({ seq: 2 });
   });
 
+  it("reads back what it stored, though the caller changed the intent and the entry it was handed after the write", async () => {
+    const { journal } = store();
+    const intent = sampleIntent("k", { input: { text: "as stored" } });
+    const begun = await journal.beginIntent(intent);
+    (intent.input as { text: string }).text = "changed";
+    if (begun.status === "started") (begun.entry as { toolId: string }).toolId = "notes.delete_note";
+    const read = await journal.getIntent("k");
+    expect(read).toMatchObject({ toolId: "notes.add_note", input: { text: "as stored" } });
+    expect(() => ((read!.input as { text: string }).text = "again")).toThrow(TypeError);
+  });
+
   it("finds its own entry edited in the store (seal kept) on the settlement's read-back and on getIntent", async () => {
     const { journal, tables } = store();
     const intent = sampleIntent("k");

@@ -1,6 +1,5 @@
 import type { SealedAuditEvent } from "./audit-chain.js";
 import type { RowEvent, StoredRow } from "./driver.js";
-import { OutboxEntrySchema } from "./records.js";
 import type { OutboxEntry } from "./types.js";
 
 /**
@@ -70,6 +69,7 @@ export function ownEntries(): OwnEntries {
   return {
     remember(entry, text, event) {
       if (entry.result !== undefined || entry.error !== undefined) sealed.delete(entry.key);
+      // Copied now: the caller keeps the object it handed in, and may change it after.
       else bounded(sealed, entry.key, { text, seq: event.seq, prevMac: event.prevMac, entry: asDecoded(entry) });
     },
     opened(row) {
@@ -81,26 +81,31 @@ export function ownEntries(): OwnEntries {
   };
 }
 
-// The schema's keys in its order: a decoded entry has them in this order (`target` last when the
-// stored JSON had none, as decodeEntry puts it back).
-const ENTRY_KEYS = Object.keys(OutboxEntrySchema.shape) as (keyof OutboxEntry)[];
-
 /**
- * A result-less entry as reading its sealed JSON back gives it: the schema's keys only, in the
- * schema's order, undefined ones dropped (JSON has none) except `input` (defaulted) and `target`
- * (put back last), the input a JSON copy; frozen all through, since callers share it.
+ * A result-less entry as reading its sealed JSON back gives it (`decodeEntry`): the schema's keys
+ * only, in the schema's order, undefined ones dropped (JSON has none) except `input` (defaulted)
+ * and `target` (put back last when absent), the input a JSON copy; frozen all through, since
+ * callers share it. own-seals.test.ts holds it equal to the full check's decode, key order included.
  */
-function asDecoded(entry: OutboxEntry): OutboxEntry {
-  const out: Record<string, unknown> = {};
-  for (const k of ENTRY_KEYS) {
-    const value = entry[k];
-    if (k === "input") {
-      const json = JSON.stringify(value) as string | undefined;
-      out[k] = json === undefined ? undefined : deepFreeze(JSON.parse(json) as unknown);
-    } else if (value !== undefined) out[k] = value;
-  }
-  if (entry.target === undefined) out["target"] = undefined;
-  return Object.freeze(out) as unknown as OutboxEntry;
+function asDecoded(e: OutboxEntry): OutboxEntry {
+  const json = JSON.stringify(e.input) as string | undefined;
+  const input = json === undefined ? undefined : deepFreeze(JSON.parse(json) as unknown);
+  const head = {
+    key: e.key,
+    invocationId: e.invocationId,
+    toolId: e.toolId,
+    principal: e.principal,
+    tenant: e.tenant,
+    inputHash: e.inputHash,
+    input,
+    inputRedacted: e.inputRedacted,
+    effect: e.effect,
+    idempotent: e.idempotent,
+  };
+  const tail = { intentHash: e.intentHash, at: e.at, state: e.state, boundary: e.boundary, attempts: e.attempts, updatedAt: e.updatedAt };
+  const grant = e.grantId === undefined ? undefined : { grantId: e.grantId };
+  const entry: OutboxEntry = e.target === undefined ? { ...head, ...tail, ...grant, target: undefined } : { ...head, target: e.target, ...tail, ...grant };
+  return Object.freeze(entry);
 }
 
 function deepFreeze(value: unknown): unknown {

@@ -88,12 +88,8 @@ export function recordIndex(driver: JournalDriver, auditKey: AuditKey, own?: Own
     }
   };
 
-  const catchUp = async (): Promise<void> => {
-    if (broken) throw broken;
-    // Callers at the same time share one walk.
-    walking ??= walk().finally(() => (walking = undefined));
-    await walking;
-  };
+  // Callers at the same time share one walk.
+  const catchUp = (): Promise<void> => (broken ? Promise.reject(broken) : (walking ??= walk().finally(() => (walking = undefined))));
 
   return {
     catchUp,
