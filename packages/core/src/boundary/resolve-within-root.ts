@@ -241,10 +241,18 @@ function resolveAgainst(realRoot: string, givenRoot: string, candidate: string, 
  * once, before anything is said about what lies below it.
  */
 function resolveMissing(realRoot: string, start: string, candidate: string): string {
+  /** The parent of `ancestor`, its name put first in `rest`. */
+  const climb = (ancestor: string, rest: string[]): string => {
+    const parent = path.dirname(ancestor);
+    if (parent === ancestor) throw refuse(candidate, "unresolvable", "cannot be resolved");
+    rest.unshift(path.basename(ancestor));
+    return parent;
+  };
   let target = start;
   for (let hop = 0; hop <= MAX_DANGLING_HOPS; hop++) {
     const rest: string[] = [];
-    let ancestor = target;
+    // On the first hop `start` itself has just failed to resolve as missing: its parent is next.
+    let ancestor = hop === 0 ? climb(target, rest) : target;
     let realAncestor: string | undefined;
     for (;;) {
       try {
@@ -253,10 +261,7 @@ function resolveMissing(realRoot: string, start: string, candidate: string): str
       } catch (cause) {
         const code = errnoOf(cause);
         if (code === undefined || !MISSING.has(code)) throw refuse(candidate, "unresolvable", `cannot be resolved (${code ?? "error"})`, cause);
-        const parent = path.dirname(ancestor);
-        if (parent === ancestor) throw refuse(candidate, "unresolvable", "cannot be resolved");
-        rest.unshift(path.basename(ancestor));
-        ancestor = parent;
+        ancestor = climb(ancestor, rest);
       }
     }
     if (!isInside(realRoot, realAncestor)) throw refuse(candidate, "symlink_escape", "resolves through a symbolic link to a place outside the root");
@@ -266,7 +271,8 @@ function resolveMissing(realRoot: string, start: string, candidate: string): str
     const entry = path.join(realAncestor, first);
     let link: string;
     try {
-      const info = lstatSync(entry);
+      const info = lstatSync(entry, { throwIfNoEntry: false });
+      if (info === undefined) return path.join(realAncestor, ...rest);
       // An entry that exists, is not a link, and yet did not resolve: it changed under us.
       if (!info.isSymbolicLink()) throw refuse(candidate, "unresolvable", "cannot be resolved (it changed while being resolved)");
       link = readlinkSync(entry);
