@@ -190,25 +190,33 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     );
 
   const invoke = async (toolName: string, input: unknown, ctx: ToolContext, escalationApproved: boolean): Promise<CallOutcome> => {
-    const signal = ctx.signal;
-    while (state === "restarting") {
-      if (signal.aborted) throw new ToolError("cancelled", `${name}.${toolName} was cancelled while its process restarted`, { boundary: "effect_not_started" });
-      const aborted = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
-      await Promise.race([recovered, aborted]);
-    }
-    if (state !== "ready" || !session.alive) throw notRunning();
-    if (signal.aborted) throw new ToolError("cancelled", `${name}.${toolName} was cancelled before it was sent`, { boundary: "effect_not_started" });
-    const current = session;
-    const callId = `c${(nextCallId++).toString(36)}`;
-    const onAbort = (): void => current.cancel(callId, cancelGraceMs);
-    signal.addEventListener("abort", onAbort, { once: true });
+    // One subscription for the call's life (no AbortController per call): the caller's cancel or
+    // the deadline is remembered, and reaches whatever the call is waiting on at that moment.
+    let aborted = false;
+    let onAbort: (() => void) | undefined;
+    const unsubscribe = ctx.onAbort(() => {
+      aborted = true;
+      onAbort?.();
+    });
     try {
-      return await current.call(callId, toolName, input, ctx.effect.invocationId, escalationApproved, (event) => ctx.progress(progressOf(event)));
-    } catch (error) {
-      if (error instanceof ToolError) throw new ToolError(error.code, `${name}.${toolName}: ${error.message}`, { cause: error });
-      throw error;
+      while (state === "restarting") {
+        if (aborted) throw new ToolError("cancelled", `${name}.${toolName} was cancelled while its process restarted`, { boundary: "effect_not_started" });
+        await Promise.race([recovered, new Promise<void>((resolve) => (onAbort = resolve))]);
+        onAbort = undefined;
+      }
+      if (state !== "ready" || !session.alive) throw notRunning();
+      if (aborted) throw new ToolError("cancelled", `${name}.${toolName} was cancelled before it was sent`, { boundary: "effect_not_started" });
+      const current = session;
+      const callId = `c${(nextCallId++).toString(36)}`;
+      onAbort = () => current.cancel(callId, cancelGraceMs);
+      try {
+        return await current.call(callId, toolName, input, ctx.effect.invocationId, escalationApproved, (event) => ctx.progress(progressOf(event)));
+      } catch (error) {
+        if (error instanceof ToolError) throw new ToolError(error.code, `${name}.${toolName}: ${error.message}`, { cause: error });
+        throw error;
+      }
     } finally {
-      signal.removeEventListener("abort", onAbort);
+      unsubscribe();
     }
   };
 
