@@ -32,6 +32,37 @@ describe("createRedactor", () => {
     expect((out as { polluted?: unknown }).polluted).toBeUndefined();
   });
 
+  it("keys the prototype has (toString, constructor) stay plain own keys; shared parts stay shared, a cycle stays a cycle", () => {
+    const r = createRedactor(["sk-secret-value"]);
+    const shared = { note: "sk-secret-value" };
+    const value: Record<string, unknown> = { toString: "sk-secret-value", constructor: 1, hasOwnProperty: shared, again: shared };
+    value["self"] = value;
+    const out = r.redact(value);
+    expect(Object.getOwnPropertyDescriptor(out, "toString")).toEqual({ value: REDACTED, enumerable: true, writable: true, configurable: true });
+    expect(Object.keys(out)).toEqual(["toString", "constructor", "hasOwnProperty", "again", "self"]);
+    expect(out["hasOwnProperty"]).toEqual({ note: REDACTED });
+    expect(out["hasOwnProperty"]).toBe(out["again"]);
+    expect(out["self"]).toBe(out);
+  });
+
+  it("text found clean before is looked at again whenever the set of secrets changes (registered, held, released, expired)", () => {
+    let now = 1000;
+    const r = createRedactor(["first-secret"], { clock: () => now });
+    const key = { "second-secret": "third-secret", other: "held-secret-x" };
+    expect(r.redact(key)).toEqual(key);
+    expect(r.redactText("held-secret-x")).toBe("held-secret-x");
+    r.register("second-secret");
+    expect(r.redact(key)).toEqual({ [REDACTED]: "third-secret", other: "held-secret-x" });
+    r.register("third-secret", { until: 2000 });
+    const lease = r.hold("held-secret-x");
+    expect(r.redact(key)).toEqual({ [REDACTED]: REDACTED, other: REDACTED });
+    lease.release();
+    now = 2500;
+    expect(r.redact(key)).toEqual({ [REDACTED]: "third-secret", other: "held-secret-x" });
+    r.register("held-secret-x");
+    expect(r.redactText("held-secret-x")).toBe(REDACTED);
+  });
+
   it("prefers the longest secret when one contains another", () => {
     const r = createRedactor(["abcdef", "abcdefghij"]);
     expect(r.redactText("abcdefghij")).toBe(REDACTED);

@@ -63,6 +63,11 @@ export function createRedactor(initial: readonly string[] = [], options: Redacto
   let pattern: RegExp | null = null;
   const compiled = new Map<string, RegExp>();
   let dirty = false;
+  /**
+   * Short strings (object keys, enum-like values) the current matcher found nothing in: they recur
+   * on every call. Only clean text is kept, never a secret; emptied whenever the matcher changes.
+   */
+  const clean = new Set<string>();
   /** The earliest `until` an entry's life depends on; the set is swept when the clock passes it. */
   let nextExpiry = Number.POSITIVE_INFINITY;
 
@@ -93,6 +98,7 @@ export function createRedactor(initial: readonly string[] = [], options: Redacto
 
   const rebuild = (): void => {
     dirty = false;
+    clean.clear();
     if (entries.size === 0) {
       pattern = null;
       return;
@@ -123,6 +129,17 @@ export function createRedactor(initial: readonly string[] = [], options: Redacto
     if (typeof text !== "string" || text.length === 0) return text;
     const p = current();
     if (p === null) return text;
+    const short = text.length <= CLEAN_TEXT_MAX;
+    if (short && clean.has(text)) return text;
+    const redacted = scrub(p, text);
+    if (short && redacted === text) {
+      if (clean.size >= CLEAN_KEPT) clean.clear();
+      clean.add(text);
+    }
+    return redacted;
+  };
+
+  const scrub = (p: RegExp, text: string): string => {
     const redacted = text.replace(p, REDACTED);
     // A letter, digit or `._-` escaped (`%41`, `\u0041`) is decoded before a second look; the text
     // changes only where that finds a secret (decoding these is harmless to a URL and to JSON).
@@ -134,7 +151,8 @@ export function createRedactor(initial: readonly string[] = [], options: Redacto
     return found ? decoded.replace(p, REDACTED) : redacted;
   };
 
-  const redactValue = (value: unknown, seen: WeakMap<object, unknown>): unknown => {
+  // `seen` maps each object to its copy (shared parts stay shared, a cycle stays a cycle); it lives for one call.
+  const redactValue = (value: unknown, seen: Map<object, unknown>): unknown => {
     if (typeof value === "string") return redactText(value);
     if (value === null || typeof value !== "object") return value;
     const existing = seen.get(value);
@@ -148,9 +166,13 @@ export function createRedactor(initial: readonly string[] = [], options: Redacto
     if (value instanceof Uint8Array || value instanceof Date) return value;
     const out: Record<string, unknown> = {};
     seen.set(value, out);
-    // defineProperty, not assignment: a key named `__proto__` must stay a key, never a prototype.
-    for (const [key, item] of Object.entries(value)) {
-      Object.defineProperty(out, redactText(key), { value: redactValue(item, seen), enumerable: true, writable: true, configurable: true });
+    const record = value as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
+      const shown = redactText(key);
+      const item = redactValue(record[key], seen);
+      // A name the prototype has (`__proto__`, `toString`) is defined, not assigned: it must stay a key, never a prototype or a setter's input.
+      if (shown in out) Object.defineProperty(out, shown, { value: item, enumerable: true, writable: true, configurable: true });
+      else out[shown] = item;
     }
     return out;
   };
@@ -191,7 +213,7 @@ export function createRedactor(initial: readonly string[] = [], options: Redacto
     redactText,
     redact<T>(value: T): T {
       if (current() === null) return value;
-      return redactValue(value, new WeakMap()) as T;
+      return redactValue(value, new Map()) as T;
     },
     contains(text: string): boolean {
       const p = current();
@@ -247,6 +269,9 @@ function unescapePlain(text: string): string {
   return text.replace(ESCAPED_PLAIN_ALL, (e) => String.fromCharCode(parseInt(e.slice(-2), 16)));
 }
 const COMPILED_KEPT = 4;
+/** Clean short strings remembered per matcher (see `clean`): up to this length, this many. */
+const CLEAN_TEXT_MAX = 64;
+const CLEAN_KEPT = 1024;
 const asciiPatterns = new Map<string, string>();
 
 /**

@@ -64,9 +64,9 @@ function instrument(family: ToolFamily): Instrumented {
       state.calls.set(manifest.id, (state.calls.get(manifest.id) ?? 0) + 1);
       state.signals.set(manifest.id, [...(state.signals.get(manifest.id) ?? []), ctx.signal]);
       state.onStart?.(manifest.id, ctx);
-      const observed: ToolContext = Object.create(ctx, {
-        progress: { value: (event: Parameters<ToolContext["progress"]>[0]) => (seen(manifest.id, event), ctx.progress(event)) },
-      }) as ToolContext;
+      // A view of the gate's context with progress observed; every other member is read from the context itself.
+      const progress = (event: Parameters<ToolContext["progress"]>[0]) => (seen(manifest.id, event), ctx.progress(event));
+      const observed = new Proxy(ctx, { get: (target, key) => (key === "progress" ? progress : Reflect.get(target, key)) });
       try {
         const value: unknown = await inner(input, observed);
         seen(manifest.id, value);

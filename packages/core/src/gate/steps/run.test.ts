@@ -48,6 +48,38 @@ describe("gate step: run", () => {
     expect(heard).toEqual(["stop now", "deadline"]);
   });
 
+  it("8. the body's context shows no gate internals, and its functions work read off it", async () => {
+    let seen: { keys: string[]; names: string[]; effect: unknown; redacted: string; sameProgress: boolean } | undefined;
+    const events: unknown[] = [];
+    const peek = oneTool({
+      id: "notes.peek_context",
+      requiredAllowlist: ["notes:read"],
+      effect: "none",
+      handler: (_input: unknown, ctx: ToolContext) => {
+        const { progress, registerSecret, redactText } = ctx;
+        registerSecret("learned-secret-42");
+        progress({ message: "saw learned-secret-42" });
+        seen = {
+          keys: Object.keys(ctx),
+          names: Object.getOwnPropertyNames(ctx),
+          effect: ctx.effect,
+          redacted: redactText("x learned-secret-42 y"),
+          sameProgress: ctx.progress === progress,
+        };
+        return {};
+      },
+    });
+    const { gate } = setup({ extraTools: [peek] });
+    const result = await gate.invoke("notes.peek_context", {}, { ...base, onProgress: (e) => events.push(e) });
+    expect(result).toMatchObject({ status: "ok" });
+    expect(seen?.keys.sort()).toEqual(["connector", "idempotencyKey", "plan", "verifier", "workspace"]);
+    expect(seen?.names.sort()).toEqual(seen?.keys);
+    expect(seen?.effect).toEqual({ toolId: "notes.peek_context", invocationId: result.invocationId, principal: base.principal, tenant: base.tenant });
+    expect(seen?.redacted).toBe("x [REDACTED] y");
+    expect(seen?.sameProgress).toBe(true);
+    expect(events).toEqual([{ message: "saw [REDACTED]" }]);
+  });
+
   it("8. a handler that ignores its deadline gets timeout + effect_state_unknown; its late result is journaled, never returned", async () => {
     const { gate, journal } = setup();
     const result = await gate.invoke("notes.sync_notes", { delayMs: 400, ignoreSignal: true }, { ...base, idempotencyKey: "late" });
