@@ -5,7 +5,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile } from "@toolgate/core";
 import { startToolProcess } from "@toolgate/process";
-import { childrenDir, expectOk, mcpArgs } from "./mcp-servers.js";
+import { childrenDir, expectGateOk, expectOk, mcpArgs } from "./mcp-servers.js";
 import { target } from "./targets.js";
 
 const STARTS = 7;
@@ -31,8 +31,7 @@ async function toolProcessStart(sandbox: "auto" | "none"): Promise<{ ready: numb
   try {
     const gate = createGate({ registry: createToolRegistry({ families: [handle.family] }), journal: createMemoryJournal() });
     const profile = defineProfile({ name: "bench", allow: handle.family.permissions, maxRisk: "low" });
-    const result = await gate.invoke("bench_process.count_words", mcpArgs, { principal: "bench-agent", tenant: "bench", profile });
-    if (result.status !== "ok") throw new Error(`bench call failed: ${result.status}`);
+    expectGateOk(await gate.invoke("bench_process.count_words", mcpArgs, { principal: "bench-agent", tenant: "bench", profile }));
     return { ready, total: since(start) };
   } finally {
     await handle.stop();

@@ -34,10 +34,12 @@ export function expectOk(result: object): void {
   if ("isError" in result && result.isError) throw new Error("bench call failed");
 }
 
+/** Throws, naming the status and message, unless a gated call ended ok. */
+export function expectGateOk(result: { readonly status: string }): void {
+  if (result.status !== "ok") throw new Error(`bench call failed: ${result.status} ${"message" in result ? String(result.message) : ""}`);
+}
+
 /** A gated call of the trivial tool that must end ok. */
 export function gatedCall(gate: AnyGate, id: string, call: CallOptions): () => Promise<void> {
-  return async () => {
-    const r = await gate.invoke(id, mcpArgs, call);
-    if (r.status !== "ok") throw new Error(`bench call failed: ${r.status} ${"message" in r ? r.message : ""}`);
-  };
+  return async () => expectGateOk(await gate.invoke(id, mcpArgs, call));
 }
