@@ -88,7 +88,13 @@ export async function openJournalFile(path: string, options: SqliteJournalOption
     db.pragma("journal_mode = WAL");
     db.pragma(`synchronous = ${ownSync ? "NORMAL" : synchronous.toUpperCase()}`);
     migrate(db, path, auditKeyCheck(auditKey));
-    if (ownSync) sync = walSync(path, datasync);
+    if (path !== ":memory:" && path !== "") {
+      // SQLite follows a symbolic link to the file it opens and keeps its log and shared memory
+      // beside that file, not beside the link: protect and sync those.
+      const file = sqliteFile(db) ?? resolve(path);
+      for (const side of [file, `${file}-wal`, `${file}-shm`]) protectPath(side);
+      if (ownSync) sync = walSync(file, datasync);
+    }
   } catch (cause) {
     db.close();
     throw ToolError.is(cause) ? cause : new ToolError("journal_failed", `could not open journal ${path}`, { cause });
@@ -102,4 +108,10 @@ export async function openJournalFile(path: string, options: SqliteJournalOption
     schemaVersion: SQLITE_SCHEMA_VERSION,
     synchronous: sync ? "full" : ((["off", "normal", "full", "extra"] as const)[db.pragma("synchronous", { simple: true }) as number] ?? "off"),
   };
+}
+
+/** The main database file as SQLite opened it (symbolic links followed), when it names one. */
+function sqliteFile(db: Database.Database): string | undefined {
+  const main = (db.pragma("database_list") as { name: string; file: string }[]).find((d) => d.name === "main");
+  return main === undefined || main.file === "" ? undefined : main.file;
 }
