@@ -173,4 +173,33 @@ describeWithPostgres("values written into a batch's statements", () => {
       await drop();
     }
   });
+
+  it("answer record reads made together from one query, each caller its own row: stored, missing, repeated, and a tampered one refused alone", async () => {
+    const { schema, drop } = freshSchema();
+    const journal = await connectPostgresJournal(pgUrl, { auditKey: KEY, schema, poolSize: 2 });
+    try {
+      const ids = HOSTILE.slice(0, 12).map((text, i) => `${i}${text}`);
+      for (const [i, id] of ids.entries()) {
+        await journal.updateRecord("counter", id, () => ({
+          value: i,
+          event: { type: "test.set", at: "2026-01-01T00:00:00.000Z", data: {} },
+          result: undefined,
+        }));
+      }
+      const asks = [...ids, ...ids, "missing", "missing"].map((id) => ["counter", id] as const);
+      const values = await Promise.all(asks.map(([kind, id]) => journal.getRecord(kind, id)));
+      expect(values).toEqual([...ids.keys(), ...ids.keys(), undefined, undefined]);
+      const admin = new pg.Client({ connectionString: pgUrl });
+      await admin.connect();
+      await admin.query(`UPDATE "${schema}".records SET record = replace(record, '"value":3', '"value":33') WHERE record_id = $1`, [ids[3]]);
+      await admin.end();
+      const after = await Promise.allSettled(ids.map((id) => journal.getRecord("counter", id)));
+      expect(after.map((r) => r.status)).toEqual(ids.map((_, i) => (i === 3 ? "rejected" : "fulfilled")));
+      expect(after[3]).toMatchObject({ reason: { code: "journal_tampered" } });
+      expect(after.filter((r) => r.status === "fulfilled").map((r) => r.value)).toEqual([...ids.keys()].filter((i) => i !== 3));
+    } finally {
+      await journal.close();
+      await drop();
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { latestOf, pointReads, rowOf, type RowResult } from "./reads.js";
 import { inline, queries } from "./sql.js";
 import { ToolError } from "@toolgate/core";
 import {
@@ -51,16 +52,6 @@ interface QueuedOp {
   readonly reject: (reason: unknown) => void;
 }
 
-/** A row with its subject's latest audit link, as the queries below select it. */
-interface RowResult {
-  readonly id: string;
-  readonly text: string | null;
-  readonly seq: string | null;
-  readonly prev_mac: string | null;
-}
-
-const latestOf = (r: { seq: string | null; prev_mac: string | null }): RowEvent | undefined =>
-  r.seq === null ? undefined : { seq: Number(r.seq), prevMac: r.prev_mac! };
 /** A row of the batch's read (see `fetch` in sql.ts). */
 interface FetchedRow {
   readonly kind: string;
@@ -73,7 +64,6 @@ interface FetchedRow {
 }
 /** Milliseconds since the epoch, to a fraction: comparable with the server's clock_timestamp() on the same machine. */
 const wallClock = (): number => performance.timeOrigin + performance.now();
-const rowOf = (r: RowResult): StoredRow => ({ id: r.id, text: r.text ?? undefined, latest: latestOf(r) });
 
 /** A failure of the database itself inside a batch. */
 class BatchFailure {
@@ -346,6 +336,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
       throw failure(cause);
     }
   };
+  const records = pointReads(read, q.getRecords);
   const list = (filter: ListFilter<string>): unknown[] => [filter.states ?? null, filter.limit ?? null];
 
   return {
@@ -364,7 +355,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     listEntries: (filter) => read(q.listEntries, list(filter), (rows: RowResult[]) => rows.map(rowOf)),
     getRequest: (id) => read(q.getRequest, [id], (rows: RowResult[]) => rowOf(rows[0]!)),
     listRequests: (filter) => read(q.listRequests, list(filter), (rows: RowResult[]) => rows.map(rowOf)),
-    getRecord: (kind, id) => read(q.getRecord, [kind, id], (rows: RowResult[]) => rowOf(rows[0]!)),
+    getRecord: (kind, id) => records.get(kind, id),
     listRecords: (kind) => read(q.listRecords, [kind], (rows: RowResult[]) => rows.map(rowOf)),
     recordKinds: () => read(q.recordKinds, [], (rows: { kind: string }[]) => rows.map((r) => r.kind)),
     async close() {

@@ -56,8 +56,9 @@ export function queries(schema: string) {
     claimable: `${entryRows} WHERE o.state = ANY($1::text[]) AND o.updated_ms < $2::double precision ORDER BY o.id LIMIT $3::bigint FOR UPDATE OF o SKIP LOCKED`,
     getRequest: `SELECT k.id, o.request AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS id) k LEFT JOIN ${s}.approvals o ON o.request_id = k.id ${latest("'request:' || k.id")}`,
     listRequests: `${requestRows} WHERE ($1::text[] IS NULL OR o.status = ANY($1)) ORDER BY o.id LIMIT $2`,
-    getRecord: `SELECT k.id, o.record AS text, a.seq, a.prev_mac FROM (SELECT $1::text AS kind, $2::text AS id) k
-      LEFT JOIN ${s}.records o ON o.kind = k.kind AND o.record_id = k.id ${latest("k.kind || ':' || k.id")}`,
+    // Records by kind and id, one row each in the order asked (many callers' reads in one query).
+    getRecords: `SELECT k.id, o.record AS text, a.seq, a.prev_mac FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(kind, id, n)
+      LEFT JOIN ${s}.records o ON o.kind = k.kind AND o.record_id = k.id ${latest("k.kind || ':' || k.id")} ORDER BY k.n`,
     listRecords: `SELECT o.record_id AS id, o.record AS text, a.seq, a.prev_mac FROM ${s}.records o ${latest("o.kind || ':' || o.record_id")}
       WHERE o.kind = $1 ORDER BY o.id`,
     recordKinds: `SELECT DISTINCT kind FROM ${s}.records ORDER BY kind`,
