@@ -22,6 +22,8 @@ export interface FleetWorkerReport {
   readonly batches: number;
   readonly batchedCalls: number;
   readonly timing: { lockMs: number; fetchMs: number; runMs: number; commitMs: number };
+  /** CPU this process used while measuring (user + system, every thread), µs. */
+  readonly cpuMicros: number;
 }
 
 const IN_FLIGHT = 32;
@@ -87,6 +89,7 @@ process.stdout.write("ready\n");
 await new Promise<void>((resolve) => createInterface({ input: process.stdin }).once("line", () => resolve()));
 
 let calls = 0;
+const cpu = process.cpuUsage();
 const start = process.hrtime.bigint();
 const deadline = start + BigInt(measureMs) * 1_000_000n;
 await Promise.all(
@@ -95,9 +98,10 @@ await Promise.all(
   }),
 );
 const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+const used = process.cpuUsage(cpu);
 await journal.close().catch((cause: unknown) => {
   failures[ToolError.is(cause) ? cause.code : "close_failed"] = 1;
 });
-const report: FleetWorkerReport = { worker, calls, seconds, failures, effects, crashed, batches, batchedCalls, timing };
+const report: FleetWorkerReport = { worker, calls, seconds, failures, effects, crashed, batches, batchedCalls, timing, cpuMicros: used.user + used.system };
 process.stdout.write(`${JSON.stringify(report)}\n`);
 process.exit(0);

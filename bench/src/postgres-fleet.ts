@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -85,14 +86,18 @@ async function runFleet(url: string, n: number): Promise<FleetRun> {
         return claims;
       })(),
     );
+    const serverCpu = postgresCpuMicros(url);
     for (const c of children) c.process.stdin!.write("go\n");
     const reports = await Promise.all(children.map((c) => c.report));
+    const serverMicros = postgresCpuMicros(url) - serverCpu;
     racing = false;
     const racedClaims = (await Promise.all(raced)).reduce((a, b) => a + b, 0);
     // Everything still pending is what a crashed worker left: recovery must still be able to take it.
     const late = await recoverOutbox(journals[0]!, { olderThanMs: 0, batchSize: 500, claimant: "recovery-final", leaseMs: 60_000 });
     const check = await checkFleet(journals[0]!, key, reports);
     const rate = reports.reduce((sum, r) => sum + r.calls / r.seconds, 0);
+    const calls = reports.reduce((sum, r) => sum + r.calls, 0);
+    const workerMicros = reports.reduce((sum, r) => sum + r.cpuMicros, 0);
     const batches = reports.reduce((sum, r) => sum + r.batches, 0);
     const batched = reports.reduce((sum, r) => sum + r.batchedCalls, 0);
     const per = (pick: (t: FleetWorkerReport["timing"]) => number): string =>
@@ -106,6 +111,8 @@ async function runFleet(url: string, n: number): Promise<FleetRun> {
           `${fmt(batches / (MEASURE_MS / 1000))} batches/s of ${(batched / Math.max(1, batches)).toFixed(1)} calls${failed.length > 0 ? `; failed: ${failed.join(", ")}` : ""})`,
         `           per batch (ms): waiting for the head lock ${per((t) => t.lockMs)}, holding it: fetch ${per((t) => t.fetchMs)}, ` +
           `run ${per((t) => t.runMs)}, write+commit ${per((t) => t.commitMs)}`,
+        `           CPU per call: workers ${fmt(workerMicros / calls)} µs, PostgreSQL ${Number.isNaN(serverMicros) ? "?" : fmt(serverMicros / calls)} µs ` +
+          `(the server's processes, recovery's share included; the machine has ${availableParallelism()} cores)`,
         `           recovery claimed ${racedClaims} while racing (${check.liveClaims} of them live calls the worker then settled) and ${late.claimed} after; ` +
           `${check.text}`,
       ],
@@ -172,6 +179,36 @@ function startWorker(args: string[]): StartedWorker {
   ready.catch(() => undefined);
   report.catch(() => undefined);
   return { process: child, ready, report };
+}
+
+/**
+ * CPU used so far by the fleet's PostgreSQL server (user + system, µs, from /proc): its postmaster
+ * (found by the port it was started with, `-p PORT`, as scripts/postgres.sh starts it) with the
+ * time of the backends it has reaped, and its live processes. NaN where it cannot be found.
+ */
+function postgresCpuMicros(url: string): number {
+  const port = new URL(url).port;
+  const tick = 1e6 / 100; // USER_HZ: 100 on Linux
+  const stats: { pid: string; ppid: string; cpu: number; reaped: number }[] = [];
+  let postmaster: string | undefined;
+  try {
+    for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        const close = stat.lastIndexOf(")");
+        if (stat.slice(stat.indexOf("(") + 1, close) !== "postgres") continue;
+        const f = stat.slice(close + 2).split(" ");
+        stats.push({ pid, ppid: f[1]!, cpu: (Number(f[11]) + Number(f[12])) * tick, reaped: (Number(f[13]) + Number(f[14])) * tick });
+        if (port !== "" && readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes(` -p ${port} `)) postmaster = pid;
+      } catch {
+        continue; // gone meanwhile, or not ours to read
+      }
+    }
+  } catch {
+    return NaN;
+  }
+  if (postmaster === undefined) return NaN;
+  return stats.filter((p) => p.pid === postmaster || p.ppid === postmaster).reduce((sum, p) => sum + p.cpu + (p.pid === postmaster ? p.reaped : 0), 0);
 }
 
 const fmt = (value: number): string => Math.round(value).toLocaleString("en-US");
