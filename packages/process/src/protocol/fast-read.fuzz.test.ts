@@ -67,6 +67,28 @@ describe("the fast reading of hot frames agrees with their schemas", () => {
     });
   });
 
+  it("the fast reading stays within the full bounds, wherever the excess lies: an unknown key nested too deep is refused as before", () => {
+    const nest = (depth: number): unknown => JSON.parse(`${"[".repeat(depth)}${"]".repeat(depth)}`);
+    const result = { type: "ToolResult", call_id: "c", verified: "Verified", output: 1 };
+    for (const [frame, classify] of [
+      [result, classifyToolMessage],
+      [{ type: "InvokeTool", call_id: "c", tool_name: "t", input: 1, turn_id: "t" }, classifyHostMessage],
+    ] as const) {
+      expect(classify({ ...frame, extra: nest(200) })).toMatchObject({
+        kind: "malformed",
+        problem: expect.stringMatching(/frame holds nesting deeper than 128 levels$/),
+      });
+      expect(classify({ ...frame, extra: Array.from({ length: 100_001 }, () => 0) })).toMatchObject({
+        kind: "malformed",
+        problem: expect.stringMatching(/frame holds an array of more than 100000 entries$/),
+      });
+      // Past the fast reading's own bounds but within the full ones: read by the full check, not refused.
+      expect(classify({ ...frame, extra: nest(100) })).toMatchObject({ kind: "message" });
+    }
+    expect(classifyToolMessage({ ...result, output: nest(127) })).toMatchObject({ kind: "message", message: { output: nest(127) } });
+    expect(classifyToolMessage({ ...result, output: nest(128) })).toMatchObject({ kind: "malformed" });
+  });
+
   it("InvokeTool: accepted exactly when the schema accepts it, with the same fields", () => {
     const strings = fc.oneof(fc.string(), fc.constantFrom<unknown>(1, null, undefined, true));
     const approvals = fc.constantFrom<unknown>(undefined, true, false, "true", 1, null);

@@ -138,18 +138,34 @@ export type Classified<T> =
 const isCallId = (value: unknown): value is string => typeof value === "string" && value.length >= 1 && value.length <= 256;
 
 /**
- * True when `value` is what `z.json()` accepts: strings, finite numbers, booleans, null, dense
- * arrays and plain objects with string keys, all the way down. JSON.parse makes nothing else but
- * non-finite numbers (`1e309`), which are refused. Iterative, on a value already bounded; false
- * (never a throw) for anything else, which then goes to the schema.
+ * Bounds of the fast reading, each at most what `jsonBoundsProblem` allows by default (depth 128,
+ * 1,000,000 values, 100,000 entries, 16 Mi characters): a frame within them is within those.
+ * A frame outside them is not refused here, only left to the full check.
  */
-function isJsonValue(value: unknown): boolean {
-  const stack: unknown[] = [value];
+const FAST_MAX_DEPTH = 64;
+const FAST_MAX_VALUES = 100_000;
+const FAST_MAX_ENTRIES = 10_000;
+const FAST_MAX_CHARS = 1024 * 1024;
+
+/**
+ * True when the whole frame is what `z.json()` accepts (strings, finite numbers, booleans, null,
+ * dense arrays, plain objects with string keys, all the way down) and within the fast bounds.
+ * JSON.parse makes nothing else but non-finite numbers (`1e309`), which fail here. Iterative;
+ * false (never a throw) for anything else, which then goes to the full check and the schema.
+ */
+function isBoundedJson(frame: object): boolean {
+  const values: unknown[] = [frame];
+  const depths: number[] = [0];
+  let count = 0;
   try {
-    while (stack.length > 0) {
-      const current = stack.pop();
+    while (values.length > 0) {
+      const current = values.pop();
+      const depth = depths.pop()!;
+      if (++count > FAST_MAX_VALUES) return false;
       switch (typeof current) {
         case "string":
+          if (current.length > FAST_MAX_CHARS) return false;
+          continue;
         case "boolean":
           continue;
         case "number":
@@ -157,15 +173,23 @@ function isJsonValue(value: unknown): boolean {
           continue;
         case "object": {
           if (current === null) continue;
+          if (depth >= FAST_MAX_DEPTH) return false;
           if (Array.isArray(current)) {
-            for (let i = 0; i < current.length; i++) stack.push(current[i]);
+            if (current.length > FAST_MAX_ENTRIES) return false;
+            for (let i = 0; i < current.length; i++) {
+              values.push(current[i]);
+              depths.push(depth + 1);
+            }
             continue;
           }
           const prototype = Object.getPrototypeOf(current) as unknown;
           if (prototype !== Object.prototype && prototype !== null) return false;
-          for (const key of Reflect.ownKeys(current)) {
-            if (typeof key !== "string") return false;
-            stack.push((current as Record<string, unknown>)[key]);
+          const keys = Reflect.ownKeys(current);
+          if (keys.length > FAST_MAX_ENTRIES) return false;
+          for (const key of keys) {
+            if (typeof key !== "string" || key.length > FAST_MAX_CHARS) return false;
+            values.push((current as Record<string, unknown>)[key]);
+            depths.push(depth + 1);
           }
           continue;
         }
@@ -180,13 +204,14 @@ function isJsonValue(value: unknown): boolean {
 }
 
 /**
- * The frames every call carries, read without the schema's walk: each returns the message only
- * when the frame is one its schema accepts (with the same fields), and otherwise undefined, so the
- * schema reads it and names what is wrong. Never more lenient than the schema.
+ * The frames every call carries, read without the bounds walk and the schema's walk: on a frame
+ * `isBoundedJson` passed, each returns the message only when the frame is one its schema accepts
+ * (with the same fields), and otherwise undefined, so the full check and the schema read it and
+ * name what is wrong. Never more lenient than they are.
  */
 const fastReaders: Readonly<Record<string, (frame: Record<string, unknown>) => ToolMessage | HostMessage | undefined>> = {
   ToolResult: ({ call_id, verified, output }) =>
-    isCallId(call_id) && (VERIFICATION_STATES as readonly unknown[]).includes(verified) && output !== undefined && isJsonValue(output)
+    isCallId(call_id) && (VERIFICATION_STATES as readonly unknown[]).includes(verified) && output !== undefined
       ? { type: "ToolResult", call_id, verified: verified as VerificationState, output: output as ToolResult["output"] }
       : undefined,
   InvokeTool: ({ call_id, tool_name, input, turn_id, escalation_approved }) =>
@@ -202,13 +227,15 @@ function classify<T>(schemas: Readonly<Record<string, z.ZodType>>, frame: unknow
   if (frame === null || typeof frame !== "object" || Array.isArray(frame)) return { kind: "malformed", problem: "a frame must be a JSON object" };
   const type = (frame as { type?: unknown }).type;
   if (typeof type !== "string") return { kind: "malformed", problem: 'a frame needs a string "type"' };
+  const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
+  if (schema && Object.hasOwn(fastReaders, type) && isBoundedJson(frame)) {
+    const fast = fastReaders[type]!(frame as Record<string, unknown>);
+    if (fast) return { kind: "message", message: fast as T };
+  }
   // Bounded before the schema's recursive walk: a value nested 100,000 deep must not overflow the stack.
   const outOfBounds = jsonBoundsProblem(frame);
   if (outOfBounds) return { kind: "malformed", problem: `${type.slice(0, 64)} frame holds ${outOfBounds}` };
-  const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
   if (!schema) return { kind: "unknown", type: type.slice(0, 64) };
-  const fast = Object.hasOwn(fastReaders, type) ? fastReaders[type]!(frame as Record<string, unknown>) : undefined;
-  if (fast) return { kind: "message", message: fast as T };
   const parsed = schema.safeParse(frame);
   if (!parsed.success) {
     const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`);
