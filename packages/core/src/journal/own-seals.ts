@@ -90,7 +90,8 @@ export function ownEntries(): OwnEntries {
 function asDecoded(e: OutboxEntry): OutboxEntry {
   const json = JSON.stringify(e.input) as string | undefined;
   const input = json === undefined ? undefined : deepFreeze(JSON.parse(json) as unknown);
-  const head = {
+  // A literal and added keys, not spreads: a spread of this many keys costs more than the decode it spares.
+  const out: { -readonly [K in keyof OutboxEntry]?: OutboxEntry[K] } = {
     key: e.key,
     invocationId: e.invocationId,
     toolId: e.toolId,
@@ -102,10 +103,16 @@ function asDecoded(e: OutboxEntry): OutboxEntry {
     effect: e.effect,
     idempotent: e.idempotent,
   };
-  const tail = { intentHash: e.intentHash, at: e.at, state: e.state, boundary: e.boundary, attempts: e.attempts, updatedAt: e.updatedAt };
-  const grant = e.grantId === undefined ? undefined : { grantId: e.grantId };
-  const entry: OutboxEntry = e.target === undefined ? { ...head, ...tail, ...grant, target: undefined } : { ...head, target: e.target, ...tail, ...grant };
-  return Object.freeze(entry);
+  if (e.target !== undefined) out.target = e.target;
+  out.intentHash = e.intentHash;
+  out.at = e.at;
+  out.state = e.state;
+  out.boundary = e.boundary;
+  out.attempts = e.attempts;
+  out.updatedAt = e.updatedAt;
+  if (e.grantId !== undefined) out.grantId = e.grantId;
+  if (e.target === undefined) out.target = undefined;
+  return Object.freeze(out) as OutboxEntry;
 }
 
 function deepFreeze(value: unknown): unknown {
