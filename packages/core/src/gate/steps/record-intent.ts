@@ -6,13 +6,13 @@
  * transaction (or alone, for a pure call without key or grant): a call is counted once, when it
  * commits to run, and a worker that took a window's last slot first makes this call `rate_limited`.
  */
-import { hashCanonical } from "../../canonical-json.js";
 import { ToolError } from "../../errors.js";
 import type { GrantCheck, IntentInput, LimitCharge, OutboxState } from "../../journal/types.js";
 import type { Approved, Runnable, Writable } from "../call-state.js";
 import type { InvokeResult } from "../results.js";
 import type { GateEnv } from "../env.js";
 import { judgeExisting } from "../existing-entry.js";
+import { intentHashOf } from "../intent-hash.js";
 import { grantRefusal, grantSpent } from "../grants.js";
 import { identity, refuse, targetOf } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
@@ -110,5 +110,5 @@ function intentFor(env: GateEnv, c: Approved): IntentInput {
     target: targetOf(env, c),
     at: env.iso(),
   };
-  return { ...base, intentHash: hashCanonical(base) };
+  return { ...base, intentHash: intentHashOf(base, redactedJson === c.inputJson ? c.inputJson : undefined) };
 }
