@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import type { Checkpointer } from "./checkpointer.js";
 import type { WalSync } from "./wal-sync.js";
 import { ToolError } from "@toolgate/core";
 import {
@@ -22,6 +23,8 @@ export interface SqliteDriverOptions {
    * Undefined: each commit is as durable as the connection's own level makes it when it returns.
    */
   readonly sync: WalSync | undefined;
+  /** Checkpoints in a worker thread (with `sync`); undefined: the connection's own automatic ones. */
+  readonly checkpoint: Checkpointer | undefined;
 }
 
 /** A failure of the database itself inside a batch run without savepoints. */
@@ -184,6 +187,7 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
         if (outcome.ok) op.resolve(outcome.value);
         else op.reject(failure(outcome.error));
       });
+    options.checkpoint?.committed();
     if (options.sync === undefined) return handOut();
     options.sync.committed().then(handOut, (cause: unknown) => {
       const error = notDurable(cause);
@@ -200,6 +204,13 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
   const flush = (): void => {
     scheduled = false;
     while (queue.length > 0) {
+      // No write transaction while the worker checkpoints (see checkpointer.ts): the writes wait for it.
+      const checkpoint = options.checkpoint?.running();
+      if (checkpoint !== undefined) {
+        scheduled = true;
+        void checkpoint.then(flush);
+        return;
+      }
       const batch = queue.length <= options.maxBatch ? queue : queue.slice(0, options.maxBatch);
       queue = queue.length <= options.maxBatch ? [] : queue.slice(options.maxBatch);
       runBatch(batch, false);
@@ -254,9 +265,11 @@ export function sqliteDriver(db: Database.Database, path: string, options: Sqlit
     listRecords: (kind) => read(() => sql.listRecords.all(kind).map(rowOf)),
     recordKinds: () => read(() => sql.recordKinds.all()),
     async close() {
+      for (let checkpoint = options.checkpoint?.running(); checkpoint; checkpoint = options.checkpoint?.running()) await checkpoint;
       flush();
       try {
         await options.sync?.close();
+        await options.checkpoint?.close();
       } finally {
         db.close();
       }

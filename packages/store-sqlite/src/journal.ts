@@ -8,6 +8,7 @@ import { auditKeyCheck, createJournal } from "@toolgate/core/store-kit";
 import { sqliteDriver } from "./driver.js";
 import { migrate, SQLITE_SCHEMA_VERSION } from "./schema.js";
 import { walSync, type WalSync } from "./wal-sync.js";
+import { checkpointer, type Checkpointer } from "./checkpointer.js";
 
 /**
  * `full` (the default): every commit is fsynced before its promise resolves, so an intent survives
@@ -18,6 +19,10 @@ import { walSync, type WalSync } from "./wal-sync.js";
  * plus a directory sync.
  */
 export type SqliteSynchronous = "full" | "normal" | "extra";
+
+/** Commits between two checkpoints of the worker; SQLite's default automatic checkpoint, in pages. */
+const CHECKPOINT_EVERY = 32;
+const SQLITE_AUTOCHECKPOINT = 1000;
 
 export interface SqliteJournalOptions {
   /** HMAC key for the audit chain. Every process opening the file must use the same one. */
@@ -74,6 +79,7 @@ export async function openJournalFile(path: string, options: SqliteJournalOption
   const ownSync = synchronous === "full" && path !== ":memory:" && path !== "";
   let db: Database.Database;
   let sync: WalSync | undefined;
+  let checkpoint: Checkpointer | undefined;
   try {
     const created = path !== ":memory:" && !existsSync(path);
     // The journal file and its write-ahead log are the gate's state: no filesystem tool may reach them.
@@ -93,14 +99,24 @@ export async function openJournalFile(path: string, options: SqliteJournalOption
       // beside that file, not beside the link: protect and sync those.
       const file = sqliteFile(db) ?? resolve(path);
       for (const side of [file, `${file}-wal`, `${file}-shm`]) protectPath(side);
-      if (ownSync) sync = walSync(file, datasync);
+      if (ownSync) {
+        sync = walSync(file, datasync);
+        // Checkpoints (and their syncs) move to a worker thread too; back to the connection if it fails.
+        db.pragma("wal_autocheckpoint = 0");
+        checkpoint = checkpointer(file, busyTimeoutMs, CHECKPOINT_EVERY, () => {
+          if (db.open) db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT}`);
+        });
+      }
     }
   } catch (cause) {
     db.close();
     throw ToolError.is(cause) ? cause : new ToolError("journal_failed", `could not open journal ${path}`, { cause });
   }
 
-  const journal = createJournal(sqliteDriver(db, path, { groupCommit, maxBatch, sync }), { auditKey, retainReadOutputs: options.retainReadOutputs === true });
+  const journal = createJournal(sqliteDriver(db, path, { groupCommit, maxBatch, sync, checkpoint }), {
+    auditKey,
+    retainReadOutputs: options.retainReadOutputs === true,
+  });
   return {
     ...journal,
     kind: "sqlite",

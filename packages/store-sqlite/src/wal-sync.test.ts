@@ -1,6 +1,7 @@
-import { fdatasync } from "node:fs";
+import { closeSync, fdatasync, openSync, readSync } from "node:fs";
 import Database from "better-sqlite3";
 import { createGate, createToolRegistry, defineProfile, ToolError } from "@toolgate/core";
+import { verifyAuditChain } from "@toolgate/core/operator";
 import { createNotesStore, createNotesTools } from "@toolgate/core/testing";
 import { describe, expect, it } from "vitest";
 import { tempFiles } from "./fixtures/temp-files.js";
@@ -132,5 +133,38 @@ describe("synchronous full: the journal syncs the write-ahead log itself", () =>
       expect([j.synchronous, other.state.calls]).toEqual([level, 0]);
       await j.close();
     }
+  });
+
+  it("checkpoints in a worker: the log starts again from its beginning under steady writes, and nothing is lost", async () => {
+    const path = tempFile();
+    const journal = await openJournalFile(path, { auditKey: KEY }, fdatasync);
+    // The log's salt (header bytes 16-23) changes each time a writer starts it again after a complete checkpoint.
+    const salt = (): string => {
+      const fd = openSync(`${path}-wal`, "r");
+      try {
+        const header = Buffer.alloc(32);
+        readSync(fd, header, 0, 32, 0);
+        return header.subarray(16, 24).toString("hex");
+      } finally {
+        closeSync(fd);
+      }
+    };
+    const salts = new Set<string>();
+    let written = 0;
+    // 16 writers, each awaiting its last write: about 300 commits with no pause between them.
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, w) => {
+        for (let i = 0; i < 300; i++) {
+          await journal.append({ type: "test.event", at: at(), data: { w, i, pad: "x".repeat(200) } });
+          written++;
+          if (w === 0) salts.add(salt());
+        }
+      }),
+    );
+    expect(written).toBe(16 * 300);
+    expect(salts.size).toBeGreaterThan(1);
+    const verdict = verifyAuditChain(await journal.readAudit(), { key: KEY, expectedHead: await journal.head() });
+    expect(verdict).toMatchObject({ ok: true, count: 16 * 300 });
+    await journal.close();
   });
 });

@@ -1,0 +1,95 @@
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+
+/**
+ * Checkpoints off the event loop. With `synchronous: "full"` kept by the journal (see wal-sync.ts),
+ * the connection's own automatic checkpoint would copy the log into the database and sync both on
+ * the event loop every thousand pages; instead a worker thread with its own connection to the file
+ * runs a checkpoint every `everyCommits` commits, with SQLite's own syncs (the log before it is
+ * copied, the database after). This connection starts no write transaction while it runs (its
+ * writes wait, the event loop does not), so the checkpoint completes and the next write starts the
+ * log again from its beginning; otherwise a log written without pause would only grow. If the
+ * worker fails, the connection checkpoints for itself again (`onFailure`).
+ */
+export interface Checkpointer {
+  /** Note a commit; every `everyCommits` of them, start a checkpoint unless one is running. */
+  committed(): void;
+  /** The running checkpoint, to start the next write transaction after it; undefined when none runs. */
+  running(): Promise<void> | undefined;
+  /** Finish the running checkpoint and close the worker's connection. */
+  close(): Promise<void>;
+}
+
+// Plain CommonJS for an eval worker: it runs the same under the test runner and from dist.
+const WORKER = `
+const { parentPort, workerData } = require("node:worker_threads");
+const Database = require(workerData.driver);
+const db = new Database(workerData.path, { timeout: workerData.busyTimeoutMs });
+db.pragma("synchronous = FULL");
+parentPort.on("message", (message) => {
+  if (message === "close") {
+    db.close();
+    parentPort.close();
+    return;
+  }
+  try {
+    db.pragma("wal_checkpoint(PASSIVE)");
+    parentPort.postMessage("done");
+  } catch (error) {
+    parentPort.postMessage("failed: " + (error && error.message));
+  }
+});
+`;
+
+export function checkpointer(path: string, busyTimeoutMs: number, everyCommits: number, onFailure: () => void): Checkpointer {
+  const worker = new Worker(WORKER, {
+    eval: true,
+    workerData: { path, busyTimeoutMs, driver: createRequire(import.meta.url).resolve("better-sqlite3") },
+  });
+  // The worker must not keep the process alive on its own; close() ends it.
+  worker.unref();
+  let commits = 0;
+  let current: { readonly done: Promise<void>; readonly end: () => void } | undefined;
+  let failed = false;
+  const end = (): void => {
+    const ended = current;
+    current = undefined;
+    ended?.end();
+  };
+  const fail = (): void => {
+    end();
+    if (failed) return;
+    failed = true;
+    onFailure();
+  };
+  worker.on("message", (message: string) => {
+    if (message !== "done") fail();
+    end();
+  });
+  worker.on("error", fail);
+  let closing = false;
+  const exited = new Promise<void>((resolve) =>
+    worker.once("exit", () => {
+      if (closing) end();
+      else fail();
+      resolve();
+    }),
+  );
+  return {
+    committed() {
+      if (failed || closing || ++commits < everyCommits || current) return;
+      commits = 0;
+      let resolve!: () => void;
+      const done = new Promise<void>((r) => (resolve = r));
+      current = { done, end: resolve };
+      worker.postMessage("checkpoint");
+    },
+    running: () => current?.done,
+    async close() {
+      closing = true;
+      if (!failed) worker.postMessage("close");
+      else void worker.terminate();
+      await exited;
+    },
+  };
+}
