@@ -6,6 +6,11 @@ export type AuditKey = string | Uint8Array;
 
 /** The fields a MAC covers, in canonical form. Stores persist exactly these. */
 export function auditPayload(seq: number, event: AuditEventInput): string {
+  return payloadOf(seq, event, event.subject);
+}
+
+/** The payload of `event` with `subject` as its subject (the journal's rows name theirs without copying the event). */
+function payloadOf(seq: number, event: AuditEventInput, subject: string | undefined): string {
   // The envelope's keys are fixed, so it is written in canonical (sorted) order directly; only
   // `data` needs the general canonicalizer. Equal to canonicalJson of the whole envelope.
   let out = `{"at":${JSON.stringify(event.at)},"data":${canonicalJson(event.data)}`;
@@ -13,7 +18,7 @@ export function auditPayload(seq: number, event: AuditEventInput): string {
   if (event.principal !== undefined) out += `,"principal":${JSON.stringify(event.principal)}`;
   if (!Number.isSafeInteger(seq)) throw new TypeError("audit seq must be a safe integer");
   out += `,"seq":${seq}`;
-  if (event.subject !== undefined) out += `,"subject":${JSON.stringify(event.subject)}`;
+  if (subject !== undefined) out += `,"subject":${JSON.stringify(subject)}`;
   if (event.tenant !== undefined) out += `,"tenant":${JSON.stringify(event.tenant)}`;
   if (event.toolId !== undefined) out += `,"toolId":${JSON.stringify(event.toolId)}`;
   return `${out},"type":${JSON.stringify(event.type)}}`;
@@ -70,9 +75,19 @@ export interface SealedAuditEvent {
 }
 
 export function sealAuditEvent(key: AuditKey, head: { readonly seq: number; readonly mac: string }, event: AuditEventInput): SealedAuditEvent {
+  return sealLink(key, head, event, event.subject);
+}
+
+/** `sealAuditEvent` with `subject` in place of the event's own. */
+export function sealLink(
+  key: AuditKey,
+  head: { readonly seq: number; readonly mac: string },
+  event: AuditEventInput,
+  subject: string | undefined,
+): SealedAuditEvent {
   const seq = head.seq + 1;
-  const payload = auditPayload(seq, event);
-  return { seq, subject: event.subject, payload, prevMac: head.mac, mac: macOf(key, head.mac, payload) };
+  const payload = payloadOf(seq, event, subject);
+  return { seq, subject, payload, prevMac: head.mac, mac: macOf(key, head.mac, payload) };
 }
 
 /** A stored link back as a record. */

@@ -1,6 +1,6 @@
 import { hashCanonical } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
-import { sealAuditEvent, unsealAuditEvent, type AuditKey } from "./audit-chain.js";
+import { sealLink, unsealAuditEvent, type AuditKey } from "./audit-chain.js";
 import type { JournalDriver, JournalTransaction, StoredRow, TransactionReads } from "./driver.js";
 import {
   claimedEvent,
@@ -96,8 +96,9 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     }
   }
 
-  const append = (tx: JournalTransaction, event: AuditEventInput): JournalReceipt => {
-    const sealed = sealAuditEvent(auditKey, tx.head(), event);
+  // The subject is the journal's own (a row it records), never a caller's.
+  const append = (tx: JournalTransaction, event: AuditEventInput, subject?: string): JournalReceipt => {
+    const sealed = sealLink(auditKey, tx.head(), event, subject);
     tx.appendAudit(sealed);
     ownLinked.remember(sealed);
     return { journal: kind, seq: sealed.seq, mac: sealed.mac, at: event.at };
@@ -111,17 +112,17 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     const stored = sealEntry(auditKey, entry, at, keep);
     tx.putEntry(stored);
     ownEntered.remember(entry, stored.text, at);
-    return append(tx, { ...event, subject: subjectOf("entry", entry.key) });
+    return append(tx, event, subjectOf("entry", entry.key));
   };
   const putRequest = (tx: JournalTransaction, request: ApprovalRequest, event: AuditEventInput): JournalReceipt => {
     const head = tx.head();
     tx.putRequest(sealRequest(auditKey, request, { seq: head.seq + 1, prevMac: head.mac }));
-    return append(tx, { ...event, subject: subjectOf("request", request.id) });
+    return append(tx, event, subjectOf("request", request.id));
   };
   const putRecord = (tx: JournalTransaction, kind: string, id: string, value: unknown, event: AuditEventInput): JournalReceipt => {
     const head = tx.head();
     tx.putRecord(sealRecord(auditKey, kind, id, value, { seq: head.seq + 1, prevMac: head.mac }));
-    return append(tx, { ...event, subject: subjectOf(kind, id) });
+    return append(tx, event, subjectOf(kind, id));
   };
   // A record is used only as the version the verified chain last recorded (see record-index.ts).
   const recordOf = (tx: JournalTransaction, kind: string, id: string): unknown => {
@@ -158,8 +159,8 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   const journal: Journal = {
     kind,
 
-    // The subject is the journal's own: a caller's event never becomes a row's latest.
-    append: (event) => write({}, (tx) => append(tx, event.subject === undefined ? event : { ...event, subject: undefined })),
+    // A caller's event never becomes a row's latest: append gives it no subject, whatever it carries.
+    append: (event) => write({}, (tx) => append(tx, event)),
     readAudit: (opts = {}) =>
       read(async () => (await driver.readAudit({ afterSeq: whole(opts.afterSeq ?? 0), limit: limitOf(opts.limit) })).map(unsealAuditEvent)),
     head: () => read(() => driver.head()),
