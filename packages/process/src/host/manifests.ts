@@ -15,7 +15,7 @@ import {
   type ToolFamily,
 } from "@toolgate/core";
 import { z } from "zod";
-import { VERIFICATION_STATES, type DeclaredTool, type ToolRegister } from "../protocol/messages.js";
+import { classifyToolMessage, VERIFICATION_STATES, type DeclaredTool, type ToolRegister } from "../protocol/messages.js";
 import type { CallOutcome } from "./session.js";
 import { defaultPreview, Escalations, MAX_ESCALATION_REASON_CHARS } from "./escalations.js";
 import { inputSchemaFor } from "./input-schema.js";
@@ -91,6 +91,30 @@ function textAccepted(options: StartToolProcessOptions, tool: DeclaredTool): boo
     tool.name,
   );
   return false;
+}
+
+let warm = false;
+
+/**
+ * Run, once per host, the code a registration first runs cold (the JSON Schema conversion both
+ * ways, the injection scan of a tool's text, the frame check), on a sample, while the first tool
+ * process boots: its one-time cost then leaves the way from spawn to the first result. Only a
+ * warm-up: it registers nothing, and a failure here is ignored (the real registration reports its own).
+ */
+export function warmRegistration(): void {
+  if (warm) return;
+  warm = true;
+  const sample = {
+    description: "Count the words of a text.",
+    input_schema: { type: "object", properties: { text: { type: "string", maxLength: 100 } }, required: ["text"] },
+  };
+  try {
+    inputSchemaFor("warm.up", sample.input_schema);
+    scanForInjection(sample);
+    classifyToolMessage({ type: "ToolRegister", tool_process_name: "warm", tools: [{ name: "warm", ...sample, required_scope: null }] });
+  } catch {
+    // a warm-up only
+  }
 }
 
 /** Which declared tools are registered, and with which effective scope; refuses a widening override or a scope above its ceiling. */

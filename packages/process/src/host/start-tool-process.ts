@@ -1,6 +1,6 @@
 import { hashCanonical, ToolError, type ToolContext, type ToolFamily } from "@toolgate/core";
 import type { ToolEventBody, ToolRegister } from "../protocol/messages.js";
-import { buildFamily } from "./manifests.js";
+import { buildFamily, warmRegistration } from "./manifests.js";
 import type { ProcessLogEvent, StartToolProcessOptions, ToolProcessHandle, ToolProcessState, ToolProcessStatus } from "./options.js";
 import { ProcessSession, type CallOutcome, type SessionSpec } from "./session.js";
 import { childEnv, DEFAULT_PASS_ENV, resolveSandbox, sandboxSeccomp, wrappedArgv } from "./spawn.js";
@@ -107,7 +107,10 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     if (options.onLog) log({ level: "warn", message: unsandboxed });
     else process.emitWarning(`tool process ${name}: ${unsandboxed}`, { code: UNSANDBOXED_WARNING });
   }
-  const first = await launch();
+  const launching = launch();
+  // While the child boots (it has a core of its own), the host warms what its registration will run.
+  warmRegistration();
+  const first = await launching;
   let session = first.session;
   const fingerprint = hashCanonical(first.registration);
   let family: ToolFamily;
