@@ -5,7 +5,7 @@ import { sampleIntent, sampleRequest } from "@toolgate/core/testing";
 import { expect, it } from "vitest";
 import { connectPostgresJournal, type PostgresBatchTiming } from "./index.js";
 import { describeWithPostgres, freshSchema, pgUrl } from "./fixtures/postgres.js";
-import { inline } from "./sql.js";
+import { execute, prepare } from "./sql.js";
 
 const KEY = "postgres-batch-key";
 
@@ -51,32 +51,33 @@ describeWithPostgres("values written into a batch's statements", () => {
     const client = new pg.Client({ connectionString: pgUrl });
     await client.connect();
     try {
+      const texts = "SELECT $1::text AS v, $2::text[] AS a";
+      const numbers = "SELECT $1::double precision[] AS d, $2::bigint[] AS b";
+      await client.query(`${prepare(texts)}; ${prepare(numbers)}`);
       for (const conforming of ["on", "off"]) {
         await client.query(`SET standard_conforming_strings = ${conforming}`);
         await client.query("SET escape_string_warning = off");
         for (const value of HOSTILE) {
-          const { rows } = await client.query<{ v: string; a: (string | null)[] }>(
-            inline("SELECT $1::text AS v, $2::text[] AS a", [value, [value, null, value]]),
-          );
+          const { rows } = await client.query<{ v: string; a: (string | null)[] }>(execute(texts, [value, [value, null, value]]));
           expect(rows, `${conforming}: ${JSON.stringify(value)}`).toEqual([{ v: value, a: [value, null, value] }]);
         }
       }
-      const numbers = [0, -1, 1.5, 1e21, Number.MAX_VALUE, Number.MIN_VALUE, 2 ** 53 - 1];
-      const { rows } = await client.query<{ d: number[]; b: string[] }>(
-        inline("SELECT $1::double precision[] AS d, $2::bigint[] AS b", [numbers, [1, 2 ** 53 - 1]]),
-      );
-      expect(rows).toEqual([{ d: numbers, b: ["1", String(2 ** 53 - 1)] }]);
+      const values = [0, -1, 1.5, 1e21, Number.MAX_VALUE, Number.MIN_VALUE, 2 ** 53 - 1];
+      const { rows } = await client.query<{ d: number[]; b: string[] }>(execute(numbers, [values, [1, 2 ** 53 - 1]]));
+      expect(rows).toEqual([{ d: values, b: ["1", String(2 ** 53 - 1)] }]);
     } finally {
       await client.end();
     }
   });
 
-  it("never scans a written value for placeholders, and refuses a value it cannot write or a placeholder without one", () => {
-    expect(inline("SELECT $1, $2", ["$2", "x"])).toBe("SELECT E'$2', E'x'");
-    expect(inline("SELECT $1", [null])).toBe("SELECT NULL");
-    expect(() => inline("SELECT $1, $2", ["x"])).toThrow(/no value for \$2/);
-    expect(() => inline("SELECT $1", [{ a: 1 }])).toThrow(TypeError);
-    expect(() => inline("SELECT $1", [[{ a: 1 }]])).toThrow(TypeError);
+  it("write each value as one literal argument, and refuse a value it cannot write", () => {
+    const text = "SELECT $1::text, $2::text[]";
+    expect(execute(text, ["$2", null])).toMatch(/^EXECUTE tg_[0-9a-f]{32}\(E'\$2', NULL\)$/);
+    expect(execute(text, ["it's", ['a"b', "c\\d"]]).endsWith(String.raw`(E'it''s', E'{"a\\"b","c\\\\d"}')`)).toBe(true);
+    expect(prepare(text)).toMatch(/^PREPARE tg_[0-9a-f]{32} AS SELECT \$1::text, \$2::text\[\]$/);
+    expect(() => execute(text, [{ a: 1 }])).toThrow(TypeError);
+    expect(() => execute(text, [[{ a: 1 }]])).toThrow(TypeError);
+    expect(() => execute(text, [true])).toThrow(TypeError);
   });
 
   it("keep hostile keys, inputs, request ids and claimants exact through intents, settlements, approvals and claims, and the chain verifies", async () => {

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { latestOf, pointReads, rowOf, type RowResult } from "./reads.js";
-import { inline, queries } from "./sql.js";
+import { execute, prepare, queries, statementName } from "./sql.js";
 import { ToolError } from "@toolgate/core";
 import {
   type JournalDriver,
@@ -101,6 +101,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
    * the database rolls the batch back, and its calls then run again one per transaction, so only
    * the failing one fails.
    */
+  const prepared = new WeakSet<pg.PoolClient>();
   const runBatch = async (batch: readonly QueuedOp[]): Promise<void> => {
     let client: pg.PoolClient;
     try {
@@ -108,6 +109,18 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     } catch (cause) {
       for (const op of batch) op.reject(failure(cause));
       return;
+    }
+    // Each connection prepares the batch's statements once, before it first takes the lock; one
+    // that cannot is dropped, not reused.
+    if (!prepared.has(client)) {
+      try {
+        await client.query([q.claimable, q.fetch, q.write].map(prepare).join(";\n"));
+        prepared.add(client);
+      } catch (cause) {
+        client.release(cause instanceof Error ? cause : new Error(String(cause)));
+        for (const op of batch) op.reject(failure(cause));
+        return;
+      }
     }
     let retryAlone = false;
     try {
@@ -128,9 +141,9 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
       const lockAndRead = [
         q.beginAndLockHead,
         q.lockedAt,
-        ...(claim ? [inline(q.claimable, [claim.states, claim.updatedBeforeMs, claim.limit])] : []),
+        ...(claim ? [execute(q.claimable, [claim.states, claim.updatedBeforeMs, claim.limit])] : []),
         ...(fetching
-          ? [inline(q.fetch, [[...declared.entries], [...declared.requests], [...declared.open], refs.map((c) => c.kind), refs.map((c) => c.id)])]
+          ? [execute(q.fetch, [[...declared.entries], [...declared.requests], [...declared.open], refs.map((c) => c.kind), refs.map((c) => c.id)])]
           : []),
       ].join(";\n");
       const asked = wallClock();
@@ -248,7 +261,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           const writing = audit.seqs.length + e.length + r.length + c.length > 0;
           await client.query(
             writing
-              ? `${inline(q.write, [
+              ? `${execute(q.write, [
                   audit.seqs,
                   audit.payloads,
                   audit.prevMacs,
@@ -331,7 +344,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
 
   const read = async <R extends pg.QueryResultRow, T>(text: string, values: unknown[], pick: (rows: R[]) => T): Promise<T> => {
     try {
-      return pick((await pool.query<R>(text, values)).rows);
+      return pick((await pool.query<R>({ name: statementName(text), text, values })).rows);
     } catch (cause) {
       throw failure(cause);
     }

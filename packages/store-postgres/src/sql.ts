@@ -1,7 +1,8 @@
+import { createHash } from "node:crypto";
 /**
  * The driver's SQL for a schema. Statements a batch sends while it holds the audit head lock are
- * sent as simple queries (several statements in one round trip), so their values are written into
- * the text as literals by {@link inline}; every other statement takes its values as parameters.
+ * sent as simple queries (several statements in one round trip), so they run as prepared
+ * statements given literals ({@link execute}); every other statement takes parameters.
  */
 export function queries(schema: string) {
   const s = `"${schema}"`;
@@ -65,22 +66,29 @@ export function queries(schema: string) {
   };
 }
 
-/**
- * `sql` with each `$n` replaced by the literal of `values[n - 1]`, for statements sent several to
- * a round trip. Only the statement text is scanned, never a value written into it. Every string
- * becomes an escape-string literal with its backslashes and quotes doubled, which reads back as
- * exactly the string whatever `standard_conforming_strings` says; an array becomes the array
- * literal of its elements' strings (each double-quoted, its backslashes and double quotes
- * escaped), itself written as such a string; null and undefined become NULL. The statement casts
- * each value to its type.
+/*
+ * Values written into statements: the batch's statements go several to a round trip as a simple
+ * query, which takes no parameters, so each runs as `EXECUTE name(literal, …)` of a statement
+ * prepared on the connection. Every string becomes an escape-string literal with its backslashes
+ * and quotes doubled, which reads back as exactly the string whatever `standard_conforming_strings`
+ * says; an array becomes the array literal of its elements' strings (each double-quoted, its
+ * backslashes and double quotes escaped), itself written as such a string; null and undefined
+ * become NULL. Values are only ever arguments: no statement text is built from them.
  */
-export function inline(sql: string, values: readonly unknown[]): string {
-  return sql.replace(/\$(\d+)/g, (_, n: string) => {
-    const i = Number(n) - 1;
-    if (i >= values.length) throw new TypeError(`no value for $${n}`);
-    return literal(values[i]);
-  });
+
+const names = new Map<string, string>();
+/** The name a statement is prepared under on every connection: derived from its text (schema included). */
+export function statementName(text: string): string {
+  let name = names.get(text);
+  if (name === undefined) names.set(text, (name = `tg_${createHash("sha256").update(text).digest("hex").slice(0, 32)}`));
+  return name;
 }
+
+/** Prepare a statement on a connection once, so running it costs no parse and, after a few runs, no planning. */
+export const prepare = (text: string): string => `PREPARE ${statementName(text)} AS ${text}`;
+
+/** Run a statement made with {@link prepare}, its values written as literals (see above). */
+export const execute = (text: string, values: readonly unknown[]): string => `EXECUTE ${statementName(text)}(${values.map(literal).join(", ")})`;
 
 const quoted = (text: string): string => `E'${text.replace(/[\\']/g, "$&$&")}'`;
 const element = (value: unknown): string => (value === null || value === undefined ? "NULL" : `"${scalar(value).replace(/[\\"]/g, "\\$&")}"`);
