@@ -1,5 +1,7 @@
 import type { SealedAuditEvent } from "./audit-chain.js";
 import type { RowEvent, StoredRow } from "./driver.js";
+import { EFFECT_BOUNDARIES } from "../errors.js";
+import { EFFECTS } from "../manifest.js";
 import type { OutboxEntry } from "./types.js";
 
 /**
@@ -68,7 +70,8 @@ export function ownEntries(): OwnEntries {
   const sealed = new Map<string, SealedEntry>();
   return {
     remember(entry, text, event) {
-      if (entry.result !== undefined || entry.error !== undefined) sealed.delete(entry.key);
+      // Kept only when the schema would decode it (else its read-back refuses it as today).
+      if (entry.result !== undefined || entry.error !== undefined || !decodable(entry)) sealed.delete(entry.key);
       // Copied now: the caller keeps the object it handed in, and may change it after.
       else bounded(sealed, entry.key, { text, seq: event.seq, prevMac: event.prevMac, entry: asDecoded(entry) });
     },
@@ -79,6 +82,36 @@ export function ownEntries(): OwnEntries {
       return mine.entry.key === row.id && mine.text === row.text && mine.seq === latest.seq && mine.prevMac === latest.prevMac ? mine.entry : undefined;
     },
   };
+}
+
+const str = (v: unknown): boolean => typeof v === "string";
+const OUTBOX_STATES: readonly unknown[] = ["pending", "completed", "failed", "unknown"];
+/**
+ * The schema's checks (records.ts, OutboxEntrySchema) of a result-less entry, on its fields' types:
+ * the journal does not validate what it is handed, so a malformed intent is written and refused on
+ * read-back ("schema"); its own read-back must refuse it too.
+ */
+function decodable(e: OutboxEntry): boolean {
+  return (
+    str(e.key) &&
+    str(e.invocationId) &&
+    str(e.toolId) &&
+    str(e.principal) &&
+    str(e.tenant) &&
+    str(e.inputHash) &&
+    typeof e.inputRedacted === "boolean" &&
+    (EFFECTS as readonly unknown[]).includes(e.effect) &&
+    typeof e.idempotent === "boolean" &&
+    (e.target === undefined || str(e.target)) &&
+    str(e.intentHash) &&
+    str(e.at) &&
+    OUTBOX_STATES.includes(e.state) &&
+    (EFFECT_BOUNDARIES as readonly unknown[]).includes(e.boundary) &&
+    Number.isSafeInteger(e.attempts) &&
+    e.attempts >= 0 &&
+    str(e.updatedAt) &&
+    (e.grantId === undefined || str(e.grantId))
+  );
 }
 
 /**
