@@ -54,7 +54,9 @@ function prepare(value: unknown, ancestors: object[]): unknown {
     const keys = Object.keys(record);
     let ordered = true;
     for (let i = 0; i < keys.length; i++) {
-      if (INDEX_KEY.test(keys[i]!)) return NEEDS_SLOW_PATH;
+      const key = keys[i]!;
+      const first = key.charCodeAt(0); // an index key starts with a digit: most keys need no regular expression
+      if (first >= 48 && first <= 57 && INDEX_KEY.test(key)) return NEEDS_SLOW_PATH;
       if (i > 0 && keys[i - 1]! > keys[i]!) ordered = false;
     }
     if (!ordered) keys.sort();

@@ -26,10 +26,10 @@ const TRANSIENT_CODES: ReadonlySet<string> = new Set([
 /** A tool id the model asked for may be anything, a secret too: redacted, then cut. */
 export const toolIdOf = (env: GateEnv, c: CallStart): string => c.tool?.manifest.id ?? redactedPrefix(env.redactor, safeText(c.requestedId), 128);
 
-/** Append one audit event for this call; null when the journal could not record it. */
-export async function audit(env: GateEnv, c: CallStart, type: string, data: Record<string, unknown>): Promise<JournalReceipt | null> {
+/** Append one audit event for this call; null when the journal could not record it (a throw or a rejection). */
+export function audit(env: GateEnv, c: CallStart, type: string, data: Record<string, unknown>): Promise<JournalReceipt | null> {
   try {
-    return await env.journal.append({
+    const appended = env.journal.append({
       type,
       at: env.iso(),
       invocationId: c.invocationId,
@@ -38,10 +38,13 @@ export async function audit(env: GateEnv, c: CallStart, type: string, data: Reco
       tenant: safeString(env, c.call?.tenant),
       data: env.redactor.redact(data),
     });
+    return Promise.resolve(appended).then(undefined, notRecorded);
   } catch {
-    return null;
+    return Promise.resolve(null);
   }
 }
+
+const notRecorded = (): null => null;
 
 /** Refuse before any effect: journaled as `call.refused`. */
 export async function refuse(

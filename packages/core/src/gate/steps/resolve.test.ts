@@ -45,4 +45,22 @@ describe("gate step: resolve", () => {
     expect(calls("notes.word_count")).toBe(0);
     expect(await gate.invoke("notes.word_count", input, base)).toMatchObject({ status: "ok" });
   });
+
+  it("a sound profile is remembered only when its fields are plain: a frozen profile with a getter is checked at every call", async () => {
+    const { gate } = setup();
+    const input = { text: "a b" };
+    let allow: readonly string[] = full.allow;
+    const shifty = Object.freeze(
+      Object.defineProperty({ ...full }, "allow", {
+        get: () => allow,
+        enumerable: true,
+      }),
+    );
+    expect(await gate.invoke("notes.word_count", input, { ...base, profile: shifty })).toMatchObject({ status: "ok" });
+    allow = [...full.allow]; // no longer frozen: refused as any other unsound profile
+    expect(await gate.invoke("notes.word_count", input, { ...base, profile: shifty })).toMatchObject({ status: "error", code: "config_invalid" });
+    // The plain profile, remembered after its first call, still passes.
+    expect(await gate.invoke("notes.word_count", input, base)).toMatchObject({ status: "ok" });
+    expect(await gate.invoke("notes.word_count", input, base)).toMatchObject({ status: "ok" });
+  });
 });

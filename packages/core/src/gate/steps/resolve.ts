@@ -82,14 +82,26 @@ function checkCallOptions(call: CallOptions): ToolError | undefined {
  */
 function isSoundProfile(profile: unknown): boolean {
   if (profile === null || typeof profile !== "object" || !Object.isFrozen(profile)) return false;
+  if (soundProfiles.has(profile)) return true;
   const p = profile as Partial<Record<"name" | "maxRisk" | "onInjection" | "allow" | "consents" | "egress", unknown>>;
-  const frozenList = (list: unknown) => Array.isArray(list) && Object.isFrozen(list) && list.every((item) => typeof item === "string");
-  return (
+  const sound =
     typeof p.name === "string" &&
     (RISK_LEVELS as readonly unknown[]).includes(p.maxRisk) &&
     (p.onInjection === "flag" || p.onInjection === "hold") &&
     frozenList(p.allow) &&
     frozenList(p.consents) &&
-    frozenList(p.egress)
-  );
+    frozenList(p.egress);
+  if (sound && PROFILE_FIELDS.every((field) => "value" in (Object.getOwnPropertyDescriptor(profile, field) ?? {}))) soundProfiles.add(profile);
+  return sound;
+}
+
+/**
+ * Profiles found sound whose fields are own data properties: frozen, those cannot change, so the
+ * check is not repeated. One with a getter is checked again at every call, as before.
+ */
+const soundProfiles = new WeakSet<object>();
+const PROFILE_FIELDS = ["name", "maxRisk", "onInjection", "allow", "consents", "egress"] as const;
+
+function frozenList(list: unknown): boolean {
+  return Array.isArray(list) && Object.isFrozen(list) && list.every((item) => typeof item === "string");
 }
