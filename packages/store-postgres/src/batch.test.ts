@@ -203,4 +203,24 @@ describeWithPostgres("values written into a batch's statements", () => {
       await drop();
     }
   });
+
+  it("share a pool between two journals on one schema: each batch finds its statements prepared, whichever journal prepared them", async () => {
+    const { schema, drop } = freshSchema();
+    const pool = new pg.Pool({ connectionString: pgUrl, max: 1 });
+    const first = await connectPostgresJournal(pool, { auditKey: KEY, schema });
+    const second = await connectPostgresJournal(pool, { auditKey: KEY, schema });
+    try {
+      const receipts = [];
+      for (let i = 0; i < 3; i++) {
+        receipts.push(await first.beginIntent(sampleIntent(`first-${i}`)), await second.beginIntent(sampleIntent(`second-${i}`)));
+      }
+      expect(receipts.map((r) => r.status)).toEqual(Array(6).fill("started"));
+      expect(verifyAuditChain(await first.readAudit(), { key: KEY, expectedHead: await second.head() })).toMatchObject({ ok: true, count: 6 });
+    } finally {
+      await first.close();
+      await second.close();
+      await pool.end();
+      await drop();
+    }
+  });
 });

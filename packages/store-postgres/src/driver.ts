@@ -65,6 +65,12 @@ interface FetchedRow {
 /** Milliseconds since the epoch, to a fraction: comparable with the server's clock_timestamp() on the same machine. */
 const wallClock = (): number => performance.timeOrigin + performance.now();
 
+/**
+ * The statements prepared on each connection, by name. Names come from the statement's text, so
+ * journals sharing a pool (and a schema) share them.
+ */
+const prepared = new WeakMap<pg.PoolClient, Set<string>>();
+
 /** A failure of the database itself inside a batch. */
 class BatchFailure {
   constructor(readonly cause: unknown) {}
@@ -101,7 +107,6 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
    * the database rolls the batch back, and its calls then run again one per transaction, so only
    * the failing one fails.
    */
-  const prepared = new WeakSet<pg.PoolClient>();
   const runBatch = async (batch: readonly QueuedOp[]): Promise<void> => {
     let client: pg.PoolClient;
     try {
@@ -112,10 +117,13 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     }
     // Each connection prepares the batch's statements once, before it first takes the lock; one
     // that cannot is dropped, not reused.
-    if (!prepared.has(client)) {
+    const names = prepared.get(client) ?? new Set<string>();
+    const missing = [q.claimable, q.fetch, q.write].filter((text) => !names.has(statementName(text)));
+    if (missing.length > 0) {
       try {
-        await client.query([q.claimable, q.fetch, q.write].map(prepare).join(";\n"));
-        prepared.add(client);
+        await client.query(missing.map(prepare).join(";\n"));
+        for (const text of missing) names.add(statementName(text));
+        prepared.set(client, names);
       } catch (cause) {
         client.release(cause instanceof Error ? cause : new Error(String(cause)));
         for (const op of batch) op.reject(failure(cause));
