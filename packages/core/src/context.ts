@@ -1,6 +1,8 @@
 /**
  * What a tool body receives. Everything that crosses a boundary is reached through here, already
- * scoped by the gate to the manifest that declared it.
+ * scoped by the gate to the manifest that declared it. The gate's context makes `signal`, `effect`
+ * and the functions when first read (functions read off it stay bound); they are accessors, so
+ * read them from `ctx` rather than copying it with a spread.
  */
 export interface ToolContext {
   /**
