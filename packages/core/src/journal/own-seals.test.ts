@@ -10,7 +10,7 @@ import { createJournal } from "./create-journal.js";
 import type { JournalDriver } from "./driver.js";
 import { memoryDriver } from "./memory.js";
 import { openEntry, sealEntry } from "./sealed-rows.js";
-import { ownEntries } from "./own-seals.js";
+import { ownEntries, ownLinks } from "./own-seals.js";
 import type { OutboxEntry } from "./types.js";
 
 const auditKey = "own-seals-key";
@@ -227,5 +227,52 @@ describe("an entry as remembered equals the entry as the full check decodes it",
     const own = ownEntries();
     own.remember(entry, sealEntry(auditKey, entry, event, false).text, event);
     expect(own.opened({ id: "f", text: sealEntry(auditKey, entry, event, false).text, latest: event })).toBeUndefined();
+  });
+});
+
+describe("what a process remembers of its own seals is bounded", () => {
+  const entry = (key: string, input: unknown = { text: key }): OutboxEntry => ({
+    ...sampleIntent(key, { input }),
+    state: "pending",
+    boundary: "effect_not_started",
+    attempts: 1,
+    updatedAt: at(),
+  });
+  const event = { seq: 1, prevMac: "0".repeat(64) };
+  const remembered = (own: ReturnType<typeof ownEntries>, e: OutboxEntry) => {
+    const text = sealEntry(auditKey, e, event, false).text;
+    own.remember(e, text, event);
+    return { id: e.key, text, latest: event };
+  };
+
+  it("forgets the oldest entries past 4096 of them", () => {
+    const own = ownEntries();
+    const rows = Array.from({ length: 4097 }, (_, i) => remembered(own, entry(`k${i}`)));
+    expect(own.opened(rows[0]!)).toBeUndefined();
+    expect(own.opened(rows[1]!)?.key).toBe("k1");
+    expect(own.opened(rows[4096]!)?.key).toBe("k4096");
+  });
+
+  it("keeps no entry larger than its text budget, and forgets older ones to make room for a large one", () => {
+    const own = ownEntries();
+    const small = remembered(own, entry("small"));
+    const huge = remembered(own, entry("huge", { text: "x".repeat(9 * 1024 * 1024) }));
+    expect(own.opened(huge)).toBeUndefined();
+    expect(own.opened(small)?.key).toBe("small");
+    const first = remembered(own, entry("first", { text: "x".repeat(5 * 1024 * 1024) }));
+    expect(own.opened(first)?.key).toBe("first");
+    const second = remembered(own, entry("second", { text: "x".repeat(5 * 1024 * 1024) }));
+    expect(own.opened(second)?.key).toBe("second");
+    expect(own.opened(first)).toBeUndefined();
+    expect(own.opened(small)).toBeUndefined();
+  });
+
+  it("forgets the oldest links past 4096 of them", () => {
+    const links = ownLinks();
+    const link = (seq: number) => ({ seq, payload: `{"seq":${seq}}`, prevMac: "0".repeat(64), mac: "1".repeat(64) });
+    for (let seq = 1; seq <= 4097; seq++) links.remember(link(seq));
+    expect(links.take(link(1))).toBeUndefined();
+    expect(links.take(link(2))).toEqual(link(2));
+    expect(links.take(link(2))).toBeUndefined();
   });
 });

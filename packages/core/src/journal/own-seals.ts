@@ -14,16 +14,35 @@ import type { OutboxEntry } from "./types.js";
  * before. Nothing is trusted for having been remembered: a batch that failed leaves behind a
  * remembered seal that no stored text equals, or one that equals a validly MACed text.
  *
- * Both maps are bounded (oldest dropped first), so a process that writes and never reads back
- * keeps at most `MAX` of each.
+ * Both are bounded (oldest dropped first): at most `MAX` of each and `MAX_CHARS` of stored text
+ * in all, so a process that writes and never reads back, or writes large rows, keeps little.
  */
 const MAX = 4096;
+const MAX_CHARS = 16 * 1024 * 1024;
 
-const bounded = <K, V>(map: Map<K, V>, key: K, value: V): void => {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > MAX) map.delete(map.keys().next().value as K);
-};
+/** A map that forgets its oldest values past `MAX` of them or `MAX_CHARS` of their text. */
+function bounded<K, V>(charsOf: (value: V) => number) {
+  const map = new Map<K, V>();
+  let chars = 0;
+  const forget = (key: K): void => {
+    const value = map.get(key);
+    if (value === undefined) return;
+    chars -= charsOf(value);
+    map.delete(key);
+  };
+  return {
+    get: (key: K): V | undefined => map.get(key),
+    forget,
+    keep(key: K, value: V): void {
+      forget(key);
+      const size = charsOf(value);
+      if (size > MAX_CHARS) return;
+      map.set(key, value);
+      chars += size;
+      while (map.size > MAX || chars > MAX_CHARS) forget(map.keys().next().value as K);
+    },
+  };
+}
 
 /** The links this process appended, by seq. */
 export interface OwnLinks {
@@ -36,13 +55,13 @@ export interface OwnLinks {
 }
 
 export function ownLinks(): OwnLinks {
-  const sealed = new Map<number, SealedAuditEvent>();
+  const sealed = bounded<number, SealedAuditEvent>((link) => link.payload.length);
   return {
-    remember: (link) => bounded(sealed, link.seq, link),
+    remember: (link) => sealed.keep(link.seq, link),
     take(link) {
       const mine = sealed.get(link.seq);
       if (mine === undefined) return undefined;
-      sealed.delete(link.seq);
+      sealed.forget(link.seq);
       return mine.seq === link.seq && mine.payload === link.payload && mine.mac === link.mac && mine.prevMac === link.prevMac ? mine : undefined;
     },
   };
@@ -67,13 +86,14 @@ export interface OwnEntries {
 }
 
 export function ownEntries(): OwnEntries {
-  const sealed = new Map<string, SealedEntry>();
+  // The text, and about as much again for the decoded copy.
+  const sealed = bounded<string, SealedEntry>((own) => 2 * own.text.length);
   return {
     remember(entry, text, event) {
       // Kept only when the schema would decode it (else its read-back refuses it as today).
-      if (entry.result !== undefined || entry.error !== undefined || !decodable(entry)) sealed.delete(entry.key);
+      if (entry.result !== undefined || entry.error !== undefined || !decodable(entry)) sealed.forget(entry.key);
       // Copied now: the caller keeps the object it handed in, and may change it after.
-      else bounded(sealed, entry.key, { text, seq: event.seq, prevMac: event.prevMac, entry: asDecoded(entry) });
+      else sealed.keep(entry.key, { text, seq: event.seq, prevMac: event.prevMac, entry: asDecoded(entry) });
     },
     opened(row) {
       const mine = sealed.get(row.id);
