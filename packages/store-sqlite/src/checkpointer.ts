@@ -42,18 +42,17 @@ parentPort.on("message", (message) => {
 `;
 
 export function checkpointer(path: string, busyTimeoutMs: number, everyCommits: number, onFailure: () => void): Checkpointer {
-  const worker = new Worker(WORKER, {
-    eval: true,
-    workerData: { path, busyTimeoutMs, driver: createRequire(import.meta.url).resolve("better-sqlite3") },
-  });
-  // The worker must not keep the process alive on its own; close() ends it.
-  worker.unref();
+  let worker: Worker | undefined;
+  let exited: Promise<void> = Promise.resolve();
   let commits = 0;
   let current: { readonly done: Promise<void>; readonly end: () => void } | undefined;
   let failed = false;
+  let closing = false;
   const end = (): void => {
     const ended = current;
     current = undefined;
+    // Idle, the worker does not keep the process alive; running, it does (writes wait for it).
+    worker?.unref();
     ended?.end();
   };
   const fail = (): void => {
@@ -62,19 +61,26 @@ export function checkpointer(path: string, busyTimeoutMs: number, everyCommits: 
     failed = true;
     onFailure();
   };
-  worker.on("message", (message: string) => {
-    if (message !== "done") fail();
-    end();
-  });
-  worker.on("error", fail);
-  let closing = false;
-  const exited = new Promise<void>((resolve) =>
-    worker.once("exit", () => {
-      if (closing) end();
-      else fail();
-      resolve();
-    }),
-  );
+  // Started at the first checkpoint, so a short-lived process (one command) never pays for it.
+  const start = (): Worker => {
+    const started = new Worker(WORKER, {
+      eval: true,
+      workerData: { path, busyTimeoutMs, driver: createRequire(import.meta.url).resolve("better-sqlite3") },
+    });
+    started.on("message", (message: string) => {
+      if (message !== "done") fail();
+      end();
+    });
+    started.on("error", fail);
+    exited = new Promise<void>((resolve) =>
+      started.once("exit", () => {
+        if (closing) end();
+        else fail();
+        resolve();
+      }),
+    );
+    return started;
+  };
   return {
     committed() {
       if (failed || closing || ++commits < everyCommits || current) return;
@@ -82,13 +88,19 @@ export function checkpointer(path: string, busyTimeoutMs: number, everyCommits: 
       let resolve!: () => void;
       const done = new Promise<void>((r) => (resolve = r));
       current = { done, end: resolve };
-      worker.postMessage("checkpoint");
+      try {
+        worker ??= start();
+        worker.ref();
+        worker.postMessage("checkpoint");
+      } catch {
+        fail();
+      }
     },
     running: () => current?.done,
     async close() {
       closing = true;
-      if (!failed) worker.postMessage("close");
-      else void worker.terminate();
+      if (failed) void worker?.terminate();
+      else worker?.postMessage("close");
       await exited;
     },
   };
