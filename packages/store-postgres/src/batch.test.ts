@@ -223,4 +223,22 @@ describeWithPostgres("values written into a batch's statements", () => {
       await drop();
     }
   });
+
+  it("prepare again on a connection whose session lost its statements (DEALLOCATE ALL): only the batch that found them gone fails", async () => {
+    const { schema, drop } = freshSchema();
+    const pool = new pg.Pool({ connectionString: pgUrl, max: 1 });
+    const journal = await connectPostgresJournal(pool, { auditKey: KEY, schema });
+    try {
+      await journal.beginIntent(sampleIntent("before"));
+      await pool.query("DEALLOCATE ALL");
+      const lost = await Promise.allSettled([journal.beginIntent(sampleIntent("lost"))]);
+      expect(lost[0]).toMatchObject({ status: "rejected", reason: { code: "journal_failed" } });
+      expect(await journal.beginIntent(sampleIntent("after"))).toMatchObject({ status: "started" });
+      expect((await journal.readAudit()).map((r) => (r.data as { key?: string }).key)).toEqual(["before", "after"]);
+    } finally {
+      await journal.close();
+      await pool.end();
+      await drop();
+    }
+  });
 });

@@ -296,6 +296,8 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           await client.query("ROLLBACK").catch(() => undefined);
           const inner = cause instanceof BatchFailure ? cause.cause : cause;
           const code = (inner as { code?: unknown } | null)?.code;
+          // invalid_sql_statement_name: the session lost its prepared statements; prepare again next time.
+          if (code === "26000") prepared.delete(client);
           if (typeof code === "string" && RETRY_CODES.has(code) && attempt < MAX_ATTEMPTS) continue;
           if (batch.length > 1 && !ToolError.is(inner)) {
             retryAlone = true;
