@@ -8,7 +8,11 @@ import { openSqliteJournal } from "@toolgate/store-sqlite";
 import { appendLineTool } from "./append-line-tool.js";
 import { countWordsTool } from "./count-words-tool.js";
 import { postgresServer } from "./postgres-server.js";
-import { target } from "./targets.js";
+import { target, type TargetSpec } from "./targets.js";
+
+export const journalTargets = {
+  sqliteFull: { label: "sqlite FULL, side-effectful, 32 in flight", unit: "calls/s", direction: "at-least", target: 20_000 },
+} as const satisfies Record<string, TargetSpec>;
 
 const MEASURE_MS = 2000;
 const WARMUP_CALLS = 300;
@@ -31,10 +35,7 @@ export async function benchJournalThroughput(): Promise<string[]> {
       const journal = await openSqliteJournal(join(dir, `${synchronous}.db`), { auditKey, synchronous });
       const { out, effectInFlight } = await measureStore(`sqlite ${synchronous.toUpperCase()}`, journal);
       lines.push(...out);
-      if (synchronous === "full") {
-        const label = `sqlite FULL, side-effectful, ${IN_FLIGHT} in flight`;
-        lines.push(target({ label, value: effectInFlight, unit: "calls/s", direction: "at-least", target: 20_000 }));
-      }
+      if (synchronous === "full") lines.push(target({ ...journalTargets.sqliteFull, value: effectInFlight }));
       await journal.close();
     }
   } finally {

@@ -5,7 +5,7 @@ import { createGate, createMemoryJournal, createToolRegistry, defineFamily, defi
 import { countWordsTool } from "./count-words-tool.js";
 import { childrenDir, expectOk, gatedCall, inMemoryClient, mcpArgs, mcpSdkServer } from "./mcp-servers.js";
 import { compareMicros } from "./measure.js";
-import { target } from "./targets.js";
+import { target, type TargetSpec } from "./targets.js";
 
 type Contender = () => Promise<void>;
 
@@ -34,6 +34,11 @@ async function inFlightRates(
   }
   return Object.fromEntries(Object.entries(samples).map(([n, list]) => [n, list.sort((a, b) => a - b)[Math.floor(list.length / 2)]!]));
 }
+
+export const mcpTargets = {
+  sequential: { label: "tool process vs MCP SDK stdio, sequential", unit: "×", direction: "at-least", target: 1.5 },
+  inFlight: { label: "tool process vs MCP SDK stdio, 64 in flight", unit: "×", direction: "at-least", target: 1.2 },
+} as const satisfies Record<string, TargetSpec>;
 
 const PROCESS = "tool process over stdio, gated";
 const PROCESS_READ = "  the same, tool declared effect read";
@@ -101,14 +106,8 @@ export async function benchMcpComparison(): Promise<string[]> {
     ];
     if (!processGate) lines.push(processNote || "tool process: @toolgate/process not available");
     lines.push(
-      target({ label: "tool process vs MCP SDK stdio, sequential", value: ratio(seq, PROCESS), unit: "×", direction: "at-least", target: 1.5 }),
-      target({
-        label: "tool process vs MCP SDK stdio, 64 in flight",
-        value: ratio((n) => parallel[n]!, PROCESS),
-        unit: "×",
-        direction: "at-least",
-        target: 1.2,
-      }),
+      target({ ...mcpTargets.sequential, value: ratio(seq, PROCESS) }),
+      target({ ...mcpTargets.inFlight, value: ratio((n) => parallel[n]!, PROCESS) }),
       `for information, effect "read" (intent and settlement per call) vs MCP SDK stdio: ×${ratio(seq, PROCESS_READ).toFixed(2)} sequential, ×${ratio((n) => parallel[n]!, PROCESS_READ).toFixed(2)} with 64 in flight`,
     );
     return lines;

@@ -3,7 +3,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createRootGuard, resolveWithinRoot } from "@toolgate/core/boundary";
 import { compareTimes, row } from "./measure.js";
-import { target } from "./targets.js";
+import { target, type TargetSpec } from "./targets.js";
+
+export const pathTargets = {
+  resolve: { label: "resolveWithinRoot, 6-level path", unit: "µs", direction: "at-most", target: 20 },
+} as const satisfies Record<string, TargetSpec>;
 
 /** Path containment on a 6-level path: the cost every filesystem tool pays per name it is given. */
 export async function benchResolveWithinRoot(): Promise<string[]> {
@@ -37,7 +41,7 @@ export async function benchResolveWithinRoot(): Promise<string[]> {
       row("resolveWithinRoot(root, path)", perCall, bare, cpu["perCall"]),
       row("createRootGuard(root).resolve(path)", guarded, bare, cpu["guarded"]),
       row("guard.resolve, missing leaf (allowMissing)", missing, bare, cpu["missing"]),
-      target({ label: "resolveWithinRoot, 6-level path", value: perCall, unit: "µs", direction: "at-most", target: 20 }),
+      target({ ...pathTargets.resolve, value: perCall }),
     ];
   } finally {
     await rm(base, { recursive: true, force: true });

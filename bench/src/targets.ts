@@ -33,6 +33,14 @@ function targetText(figure: TargetFigure & { readonly met: boolean }): string {
   return `${figure.label.padEnd(58)} ${show(figure.value, figure.unit).padStart(14)}   target ${goal.padEnd(16)} ${figure.met ? "met" : "NOT MET"}`;
 }
 
+/** What a section holds itself to: a figure without its value. */
+export type TargetSpec = Omit<TargetFigure, "value">;
+
+/** Record each of `specs` not yet recorded as missing (not met), for a section that failed before it measured them. */
+export function missingTargets(specs: readonly TargetSpec[]): string[] {
+  return specs.filter((spec) => !recorded.some((r) => r.label === spec.label)).map((spec) => target({ ...spec, value: NaN }));
+}
+
 /** The summary: every target recorded in this run, and the machine's load average now. */
 export function targetSummary(): string[] {
   const met = recorded.filter((f) => f.met).length;
