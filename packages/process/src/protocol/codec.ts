@@ -1,4 +1,4 @@
-import { MAX_FRAME_BYTES } from "./messages.js";
+import { MAX_FRAME_BYTES } from "./frames.js";
 
 /** Why a byte stream is not a valid sequence of frames. */
 export const FRAME_PROBLEMS = ["oversized", "truncated", "invalid_utf8", "invalid_json"] as const;

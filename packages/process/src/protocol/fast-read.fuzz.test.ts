@@ -1,7 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { encodeFrame, FrameDecoder, FrameError, FrameWriter } from "./codec.js";
-import { classifyHostMessage, classifyToolMessage, invokeToolSchema, toolResultSchema } from "./messages.js";
+import {
+  cancelInvocationSchema,
+  classifyHostMessage,
+  classifyToolMessage,
+  invokeToolSchema,
+  toolHelloSchema,
+  toolResultSchema,
+  toolShutdownSchema,
+} from "./messages.js";
 
 // The frames every call carries (ToolResult, InvokeTool) are read without the schema's walk. That
 // reading must never accept what the schema refuses, and must hand back what the schema would.
@@ -35,7 +43,14 @@ const outputs = fc.oneof(fc.jsonValue({ maxDepth: 4 }), notJson, fc.array(notJso
 
 /** The classifier reads `frame` as its schema does: the same message, or malformed in the schema's words. */
 function agreesWithSchema(frame: Record<string, unknown>): void {
-  const [schema, classify] = frame["type"] === "ToolResult" ? [toolResultSchema, classifyToolMessage] : [invokeToolSchema, classifyHostMessage];
+  const hostSchemas: Record<string, unknown> = {
+    InvokeTool: invokeToolSchema,
+    ToolHello: toolHelloSchema,
+    CancelInvocation: cancelInvocationSchema,
+    ToolShutdown: toolShutdownSchema,
+  };
+  const [schema, classify] =
+    frame["type"] === "ToolResult" ? [toolResultSchema, classifyToolMessage] : [hostSchemas[String(frame["type"])], classifyHostMessage];
   const parsed = (schema as typeof toolResultSchema).safeParse(frame);
   const read = (classify as (f: unknown) => unknown)(frame);
   if (parsed.success) expect(read).toEqual({ kind: "message", message: parsed.data });
@@ -52,6 +67,15 @@ describe("the fast reading of hot frames agrees with their schemas", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it('ToolResult: an output with a "__proto__" key reads as the schema reads it (its copy drops the key)', () => {
+    const frame = JSON.parse('{"type":"ToolResult","call_id":"c1","verified":"Verified","output":{"a":{"__proto__":{"x":1}},"__proto__":{"y":2}}}') as Record<
+      string,
+      unknown
+    >;
+    agreesWithSchema(frame);
+    expect(JSON.stringify(classifyToolMessage(frame))).not.toContain("__proto__");
   });
 
   it("ToolResult: numbers JSON cannot hold (1e309) are refused, not passed on as Infinity", () => {
@@ -93,12 +117,30 @@ describe("the fast reading of hot frames agrees with their schemas", () => {
     const strings = fc.oneof(fc.string(), fc.constantFrom<unknown>(1, null, undefined, true));
     const approvals = fc.constantFrom<unknown>(undefined, true, false, "true", 1, null);
     fc.assert(
-      fc.property(callIds, strings, fc.jsonValue({ maxDepth: 3 }), strings, approvals, (call_id, tool_name, input, turn_id, escalation_approved) => {
-        const frame: Record<string, unknown> = { type: "InvokeTool", call_id, tool_name, input, turn_id, extra: 1 };
-        if (escalation_approved !== undefined) frame["escalation_approved"] = escalation_approved;
-        agreesWithSchema(frame);
-      }),
+      fc.property(
+        callIds,
+        strings,
+        fc.option(fc.jsonValue({ maxDepth: 3 }), { nil: undefined }),
+        strings,
+        approvals,
+        (call_id, tool_name, input, turn_id, escalation_approved) => {
+          const frame: Record<string, unknown> = { type: "InvokeTool", call_id, tool_name, turn_id, extra: 1 };
+          if (input !== undefined) frame["input"] = input;
+          if (escalation_approved !== undefined) frame["escalation_approved"] = escalation_approved;
+          agreesWithSchema(frame);
+        },
+      ),
       { numRuns: 1000 },
+    );
+  });
+
+  it("the host's control frames: accepted exactly when the schema accepts them", () => {
+    const anything = fc.oneof(fc.string({ maxLength: 300 }), fc.constantFrom<unknown>("", "x".repeat(257), 1, null, undefined, true, { a: 1 }, Infinity));
+    fc.assert(
+      fc.property(fc.constantFrom("ToolHello", "CancelInvocation", "ToolShutdown"), anything, anything, (type, call_id, protocol_version) => {
+        agreesWithSchema({ type, call_id, protocol_version, extra: [1] });
+      }),
+      { numRuns: 600 },
     );
   });
 

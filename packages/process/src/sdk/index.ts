@@ -1,3 +1,3 @@
 export { serveToolProcess, processTool } from "./serve.js";
 export type { ServeToolProcessOptions, ProcessTool, ProcessToolContext } from "./serve.js";
-export { PROTOCOL_VERSION } from "../protocol/messages.js";
+export { PROTOCOL_VERSION } from "../protocol/frames.js";

@@ -18,6 +18,8 @@ function served(tools: Parameters<typeof serveToolProcess>[0]["tools"]) {
     frames.push(...(decoder.push(chunk) as typeof frames));
   });
   const done = serveToolProcess({ name: "streams", tools, input, output, errors });
+  const noted: Buffer[] = [];
+  errors.on("data", (chunk: Buffer) => noted.push(chunk));
   const send = (...messages: unknown[]): void => void input.write(Buffer.concat(messages.map((m) => encodeFrame(m))));
   const frame = async (match: (f: (typeof frames)[number]) => boolean) => {
     for (let i = 0; i < 2000; i++) {
@@ -28,7 +30,8 @@ function served(tools: Parameters<typeof serveToolProcess>[0]["tools"]) {
     throw new Error("no such frame");
   };
   const terminal = (callId: string) => frame((f) => f.call_id === callId && f.type !== "ToolEvent");
-  return { send, frame, terminal, writes, frames, done, stop: () => send({ type: "ToolShutdown" }) };
+  const notes = () => Buffer.concat(noted).toString("utf8");
+  return { send, frame, terminal, writes, frames, notes, done, stop: () => send({ type: "ToolShutdown" }) };
 }
 
 const invoke = (call_id: string, tool_name: string, input: unknown) => ({ type: "InvokeTool", call_id, tool_name, input, turn_id: "t" });
@@ -98,6 +101,25 @@ describe("serveToolProcess, frame by frame", () => {
     expect(await s.terminal("c3")).toMatchObject({ type: "ToolError", code: "invocation_failed", message: expect.stringMatching(/BigInt/) });
     s.send(invoke("c4", "ok", {}));
     expect(await s.terminal("c4")).toEqual({ type: "ToolResult", call_id: "c4", verified: "NotApplicable", output: { fine: true, nan: null } });
+    s.stop();
+    await s.done;
+  });
+
+  it("a frame left to the full check keeps its place: the frames after it wait for it, and all are answered in order", async () => {
+    const echo = processTool({ name: "echo", description: "Echo.", input: z.object({ n: z.number() }), handler: ({ n }: { n: number }) => ({ n }) });
+    const s = served([echo]);
+    s.send(
+      { type: "ToolHello", protocol_version: "0.1" },
+      { type: "FutureThing", x: 1 },
+      invoke("c1", "echo", { n: 1 }),
+      { type: "InvokeTool", call_id: "", tool_name: "echo", input: {}, turn_id: "t" },
+      invoke("c2", "echo", { n: 2 }),
+      { type: "CancelInvocation", call_id: "c2" },
+    );
+    expect(await s.terminal("c2")).toMatchObject({ type: "ToolResult", output: { n: 2 } });
+    expect(s.frames.map((f) => f.type)).toEqual(["ToolRegister", "ToolResult", "ToolResult"]);
+    expect(s.frames.filter((f) => f.type === "ToolResult").map((f) => f.call_id)).toEqual(["c1", "c2"]);
+    expect(s.notes()).toMatch(/skipped a frame of unknown type FutureThing[\s\S]*InvokeTool frame is malformed: call_id/);
     s.stop();
     await s.done;
   });

@@ -1,6 +1,15 @@
 import { z } from "zod";
 import { FrameDecoder, FrameWriter } from "../protocol/codec.js";
-import { classifyHostMessage, type InvokeTool, type ToolEventBody, type ToolMessage, type VerificationState } from "../protocol/messages.js";
+import {
+  hostMessageSchemas,
+  readFast,
+  type Classified,
+  type HostMessage,
+  type InvokeTool,
+  type ToolEventBody,
+  type ToolMessage,
+  type VerificationState,
+} from "../protocol/frames.js";
 
 /** What a tool body gets: its cancellation signal and ways to report while it runs. */
 export interface ProcessToolContext {
@@ -184,6 +193,48 @@ export function serveToolProcess(options: ServeToolProcessOptions): Promise<void
       (input as NodeJS.ReadStream).destroy?.();
       resolve();
     };
+    /** Act on one host message; true when it ends the session. */
+    const dispatch = (message: HostMessage): boolean => {
+      switch (message.type) {
+        case "ToolHello":
+          register();
+          return false;
+        case "InvokeTool":
+          void run(message);
+          return false;
+        case "CancelInvocation":
+          running.get(message.call_id)?.abort(new Error("cancelled"));
+          return false;
+        case "ToolShutdown":
+          finish();
+          return true;
+      }
+    };
+    const dispatchRead = (read: Classified<HostMessage>): void => {
+      if (read.kind === "message") dispatch(read.message);
+      else note(read.kind === "unknown" ? `skipped a frame of unknown type ${read.type}` : read.problem);
+    };
+    // A frame the fast reading does not accept (unknown, malformed, unusual) gets the full check,
+    // loaded on first need; it and every frame after it wait their turn, so order is kept.
+    let fullCheck: Promise<typeof import("../protocol/messages.js")> | undefined;
+    let queue: Promise<void> | undefined;
+    const later = (frame: unknown): void => {
+      const previous = queue;
+      const next = (async () => {
+        await previous;
+        if (done) return;
+        try {
+          dispatchRead((await (fullCheck ??= import("../protocol/messages.js"))).classifyHostMessage(frame));
+        } catch (error) {
+          note(`could not read a frame: ${(error as Error).message}`);
+          finish();
+        }
+      })();
+      queue = next;
+      void next.then(() => {
+        if (queue === next) queue = undefined;
+      });
+    };
     const onData = (chunk: Buffer | string): void => {
       let frames: unknown[];
       try {
@@ -193,25 +244,9 @@ export function serveToolProcess(options: ServeToolProcessOptions): Promise<void
         return finish();
       }
       for (const frame of frames) {
-        const read = classifyHostMessage(frame);
-        if (read.kind !== "message") {
-          note(read.kind === "unknown" ? `skipped a frame of unknown type ${read.type}` : read.problem);
-          continue;
-        }
-        const message = read.message;
-        switch (message.type) {
-          case "ToolHello":
-            register();
-            break;
-          case "InvokeTool":
-            void run(message);
-            break;
-          case "CancelInvocation":
-            running.get(message.call_id)?.abort(new Error("cancelled"));
-            break;
-          case "ToolShutdown":
-            return finish();
-        }
+        const message = queue ? undefined : readFast<HostMessage>(hostMessageSchemas, frame);
+        if (!message) later(frame);
+        else if (dispatch(message)) return;
       }
     };
     input.on("data", onData);
