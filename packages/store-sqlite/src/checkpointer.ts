@@ -99,6 +99,8 @@ export function checkpointer(path: string, busyTimeoutMs: number, everyCommits: 
     running: () => current?.done,
     async close() {
       closing = true;
+      // Held open until the worker has closed its connection, or the process could end first.
+      worker?.ref();
       if (failed) void worker?.terminate();
       else worker?.postMessage("close");
       await exited;

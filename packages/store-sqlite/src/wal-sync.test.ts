@@ -1,4 +1,6 @@
+import { execFile } from "node:child_process";
 import { closeSync, fdatasync, openSync, readSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { createGate, createToolRegistry, defineProfile, ToolError } from "@toolgate/core";
 import { verifyAuditChain } from "@toolgate/core/operator";
@@ -166,5 +168,13 @@ describe("synchronous full: the journal syncs the write-ahead log itself", () =>
     const verdict = verifyAuditChain(await journal.readAudit(), { key: KEY, expectedHead: await journal.head() });
     expect(verdict).toMatchObject({ ok: true, count: 16 * 300 });
     await journal.close();
+  });
+
+  it("ends a process only after close() has closed the checkpoint worker", async () => {
+    const script = fileURLToPath(new URL("./fixtures/close-after-checkpoints.mjs", import.meta.url));
+    const out = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = execFile(process.execPath, [script, tempFile()], { timeout: 60_000 }, (_error, stdout) => resolve({ code: child.exitCode, stdout }));
+    });
+    expect(out).toEqual({ code: 0, stdout: "closed\n" });
   });
 });
