@@ -22,7 +22,8 @@ export const freeze: Step<Resolved, Frozen> = {
 export function freezeInput(env: GateEnv, input: unknown): { inputHash: string; inputJson: string; parsed: unknown } | ToolError {
   try {
     const json = canonicalJson(input);
-    if (json.length > env.maxInputBytes || Buffer.byteLength(json, "utf8") > env.maxInputBytes) {
+    // A UTF-16 unit is at most 3 UTF-8 bytes: text that short cannot be too large, and its bytes need no count.
+    if (json.length > env.maxInputBytes || (json.length * 3 > env.maxInputBytes && Buffer.byteLength(json, "utf8") > env.maxInputBytes)) {
       return new ToolError("invalid_input", `input is larger than ${env.maxInputBytes} bytes`);
     }
     // The body's own copy: the caller keeps no reference into what was authorized.
