@@ -27,8 +27,15 @@ if (unknown.length > 0) {
 const started = Date.now();
 console.log(`toolgate bench — node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} cores, load average ${loadText()}`);
 const failed: string[] = [];
+let running = "";
+// Exit code 13: the event loop emptied while a section still awaited something (a promise that only
+// an unreferenced handle could settle). Say where, since the section's own lines never print.
+process.on("exit", (code) => {
+  if (code === 13) console.log(`the bench ended inside section ${running}: it awaited a promise that nothing left in the event loop could settle`);
+});
 for (const [name, section, targets] of sections) {
   if (wanted.size > 0 && !wanted.has(name)) continue;
+  running = name;
   console.log("");
   try {
     for (const line of await section()) console.log(line);
