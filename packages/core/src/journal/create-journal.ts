@@ -17,7 +17,7 @@ import {
 } from "./events.js";
 import { checkGrant } from "./grant-check.js";
 import { badCharges, chargeReads, hasCharges, takeCharges, type CallFacts } from "./charges.js";
-import { recordIndex } from "./record-index.js";
+import { recordIndex, UNANSWERED } from "./record-index.js";
 import { ownEntries, ownLinks } from "./own-seals.js";
 import { isSideEffectful } from "../manifest.js";
 import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
@@ -101,6 +101,7 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     const sealed = sealLink(auditKey, tx.head(), event, subject);
     tx.appendAudit(sealed);
     ownLinked.remember(sealed);
+    records.appended(sealed);
     return { journal: kind, seq: sealed.seq, mac: sealed.mac, at: event.at };
   };
   // A row version and the event that records it: the row is sealed to the event's seq and the
@@ -286,13 +287,16 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
     chargeLimits: (charges, event) =>
       hasCharges(charges) ? withCharges(charges, true, (charged) => write(charged, (tx) => charging(tx, charges, event)())) : read(async () => null),
 
-    // Read at every call (the kill switches): one async step per await, no more.
-    getRecord: (kind, id) =>
-      read(() => {
+    // Read at every call (the kill switches): answered again while nothing changed (memory), else one async step per await.
+    getRecord: (kind, id) => {
+      const known = closed ? UNANSWERED : records.answer(kind, id);
+      if (known !== UNANSWERED) return Promise.resolve(known);
+      return read(() => {
         const bad = badRecordRef(kind, id);
         if (bad) throw bad;
-        return records.verifiedRead(() => driver.getRecord(kind, id).then((row) => (records.check(kind, id, row), openRecord(auditKey, kind, row)?.value)));
-      }),
+        return records.readRecord(kind, id, (row) => openRecord(auditKey, kind, row)?.value);
+      });
+    },
     listRecords: (kind) =>
       read(async () => {
         const bad = badRecordRef(kind, "-");

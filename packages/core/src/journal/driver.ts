@@ -33,6 +33,16 @@ export interface JournalDriver {
    */
   transaction<T>(reads: TransactionReads, fn: (tx: JournalTransaction) => T): Promise<T>;
 
+  /**
+   * Optional: a number that moves whenever anything stored may have changed, read synchronously.
+   * A transaction takes the next number when it starts (so `fn` reads its own) and moves it once
+   * more if it rolls back; every other change (an edit behind the journal) moves it too. A number
+   * still current after a transaction therefore means that transaction committed and nothing else
+   * changed since. The journal answers a record read again from what it verified while the number
+   * stands still (see record-index.ts). Omit it unless every change moves it (the memory driver
+   * has it; a database shared with other processes cannot tell without a read).
+   */
+  changes?(): number;
   /** The last committed link (`seq` 0 and `GENESIS_MAC` when the chain is empty). */
   head(): Promise<AuditHead>;
   /** Links with `seq` above `afterSeq`, in order, at most `limit` (all when undefined), each with its stored `subject` column. */

@@ -24,11 +24,14 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): MemoryJ
 }
 
 /**
- * Everything stored as text, as a database would (and cheap for the garbage collector in a
+ * The memory driver, with its tables in reach (for tests that edit rows behind the journal's back).
+ * Everything is stored as text, as a database would (and cheap for the garbage collector in a
  * long-lived process). A transaction runs synchronously, so it is atomic; one that throws is undone.
+ * Every transaction and every edit through `tables` moves `changes()` (rows are frozen, so an edit
+ * cannot bypass it); journals sharing one driver share its tables and its counter.
  */
-/** The memory driver, with its tables in reach (for tests that edit rows behind the journal's back). */
 export interface MemoryDriver extends JournalDriver {
+  changes(): number;
   readonly tables: {
     readonly entries: Map<string, StoredEntry>;
     readonly requests: Map<string, StoredRequest>;
@@ -52,12 +55,15 @@ export function memoryDriver(): MemoryDriver {
   const latest = new Map<string, RowEvent>();
   // Undo for the rows a failed transaction wrote; audit links are undone by truncating to the mark.
   const undo: (() => void)[] = [];
+  // Moved by every transaction (at its start, and again when it rolls back) and every edit through `tables`.
+  let changes = 0;
 
-  const put = <T>(rows: Map<string, T>, id: string, row: T): void => {
+  const put = <T extends object>(rows: Map<string, T>, id: string, row: T): void => {
     const before = rows.get(id);
     undo.push(() => (before === undefined ? rows.delete(id) : rows.set(id, before)));
-    rows.set(id, row);
+    rows.set(id, Object.freeze(row));
   };
+  const moved = (): void => void changes++;
   const head = () => (macs.length === 0 ? { seq: 0, mac: GENESIS_MAC } : { seq: macs.length, mac: macs[macs.length - 1]! });
   const entryRow = (key: string, text = entries.get(key)?.text): StoredRow => ({ id: key, text, latest: latest.get(`entry:${key}`) });
   const requestRow = (id: string, text = requests.get(id)?.text): StoredRow => ({ id, text, latest: latest.get(`request:${id}`) });
@@ -93,10 +99,18 @@ export function memoryDriver(): MemoryDriver {
 
   return {
     kind: "memory",
-    tables: { entries, requests, records, latest, audit: { payloads, macs, subjects } },
+    changes: () => changes,
+    tables: Object.freeze({
+      entries: counted(entries, moved),
+      requests: counted(requests, moved),
+      records: counted(records, moved),
+      latest: counted(latest, moved),
+      audit: Object.freeze({ payloads: counted(payloads, moved), macs: counted(macs, moved), subjects: counted(subjects, moved) }),
+    }),
     async transaction(_reads, fn) {
       const mark = macs.length;
       undo.length = 0;
+      changes++;
       try {
         return fn(tx);
       } catch (error) {
@@ -104,6 +118,7 @@ export function memoryDriver(): MemoryDriver {
         payloads.length = mark;
         macs.length = mark;
         subjects.length = mark;
+        changes++;
         throw error;
       }
     },
@@ -124,4 +139,30 @@ export function memoryDriver(): MemoryDriver {
     recordKinds: async () => [...new Set([...records.values()].map((r) => r.kind))],
     close: async () => undefined,
   };
+}
+
+const MUTATORS = new Set<PropertyKey>(["set", "delete", "clear"]);
+
+/**
+ * A table as tests reach it: the same map or array, but every change made through it calls
+ * `moved` (a map's set, delete and clear; any write to an array, its length included).
+ */
+function counted<T extends object>(table: T, moved: () => void): T {
+  if (Array.isArray(table)) {
+    return new Proxy(table, {
+      set: (t, p, v) => (moved(), Reflect.set(t, p, v)),
+      deleteProperty: (t, p) => (moved(), Reflect.deleteProperty(t, p)),
+      defineProperty: (t, p, d) => (moved(), Reflect.defineProperty(t, p, d)),
+    });
+  }
+  return new Proxy(table, {
+    get(t, p) {
+      const v: unknown = Reflect.get(t, p, t);
+      if (typeof v !== "function") return v;
+      return MUTATORS.has(p) ? (...args: unknown[]) => (moved(), (v as (...a: unknown[]) => unknown).apply(t, args)) : v.bind(t);
+    },
+    set: (t, p, v) => (moved(), Reflect.set(t, p, v)),
+    deleteProperty: (t, p) => (moved(), Reflect.deleteProperty(t, p)),
+    defineProperty: (t, p, d) => (moved(), Reflect.defineProperty(t, p, d)),
+  });
 }
