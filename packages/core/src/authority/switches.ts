@@ -21,17 +21,26 @@ function checkTarget(target: unknown): string {
 
 /** The targets that stop a tool: itself and its family (the id's first word). */
 export function targetsOf(toolId: string): readonly [string, string] {
-  return [`tool:${toolId}`, `family:${toolId.slice(0, toolId.indexOf("."))}`];
+  let targets = TARGETS.get(toolId);
+  if (targets === undefined) {
+    targets = Object.freeze([`tool:${toolId}`, `family:${toolId.slice(0, toolId.indexOf("."))}`] as const);
+    // Tool ids come from registries, so few; bounded all the same.
+    if (TARGETS.size >= 4096) TARGETS.clear();
+    TARGETS.set(toolId, targets);
+  }
+  return targets;
 }
+const TARGETS = new Map<string, readonly [string, string]>();
 
 /**
  * The switch that stops this tool now, if any: read from the journal at every call. Two point
  * reads (the tool's, its family's), each seal-checked, so a call costs the same however many
- * switches were ever thrown.
+ * switches were ever thrown. A memory journal answers them from what it last verified while
+ * nothing else changed the store (see journal/record-index.ts); other stores read them.
  */
 export async function switchFor(journal: RecordJournal, toolId: string): Promise<KillSwitch | undefined> {
-  const [tool, family] = targetsOf(toolId);
-  const rows = (await Promise.all([journal.getRecord("switch", tool), journal.getRecord("switch", family)])) as (SwitchRecord | undefined)[];
+  const targets = targetsOf(toolId);
+  const rows = (await Promise.all([journal.getRecord("switch", targets[0]), journal.getRecord("switch", targets[1])])) as (SwitchRecord | undefined)[];
   const s = rows[0]?.status === "disabled" ? rows[0] : rows[1]?.status === "disabled" ? rows[1] : undefined;
   return s && { target: s.target, reason: s.reason, by: s.by, at: s.at };
 }
