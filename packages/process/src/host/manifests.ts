@@ -19,18 +19,13 @@ import { classifyToolMessage, VERIFICATION_STATES, type DeclaredTool, type ToolR
 import type { CallOutcome } from "./session.js";
 import { defaultPreview, Escalations, MAX_ESCALATION_REASON_CHARS } from "./escalations.js";
 import { inputSchemaFor } from "./input-schema.js";
-import { fastJson } from "./output-json.js";
 import type { ProcessToolSettings, StartToolProcessOptions } from "./options.js";
 import { scopeWithin, tokensFor } from "./scopes.js";
 import type { ResolvedSandbox } from "./spawn.js";
 import { plainLine, toolClaim } from "./untrusted-text.js";
 
-/**
- * What a process tool returns to the gate: the tool's JSON output and its verification claim. The
- * output is checked as `z.json()` checks it, and renders as it does; plain JSON data (what the frame
- * decoder hands over) is certified by one walk that copies nothing (see `fastJson`).
- */
-export const processOutputSchema = z.object({ verified: z.enum(VERIFICATION_STATES), output: fastJson() });
+/** What a process tool returns to the gate: the tool's JSON output and its verification claim. */
+export const processOutputSchema = z.object({ verified: z.enum(VERIFICATION_STATES), output: z.json() });
 
 export type ProcessInvoke = (toolName: string, input: unknown, ctx: ToolContext, escalationApproved: boolean) => Promise<CallOutcome>;
 
