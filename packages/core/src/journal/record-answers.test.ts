@@ -24,9 +24,15 @@ function counted() {
   const base = memoryDriver();
   const reads = { records: 0, audit: 0 };
   let failNext = false;
+  let gate: Promise<void> | undefined;
   const driver: JournalDriver = {
     ...base,
-    getRecord: (kind, id) => (reads.records++, base.getRecord(kind, id)),
+    getRecord: async (kind, id) => {
+      reads.records++;
+      const row = await base.getRecord(kind, id);
+      if (gate) await gate;
+      return row;
+    },
     readAudit: (range) => (reads.audit++, base.readAudit(range)),
     transaction: (r, fn) =>
       base.transaction(r, (tx) => {
@@ -36,7 +42,13 @@ function counted() {
       }),
   };
   const journal = createJournal(driver, { auditKey });
-  return { base, reads, journal, failNextTransaction: () => void (failNext = true), other: createJournal(base, { auditKey }) };
+  // Rows read from now on are held (read, not yet returned) until the returned function is called.
+  const hold = (): (() => void) => {
+    let release!: () => void;
+    gate = new Promise<void>((r) => (release = r));
+    return () => ((gate = undefined), release());
+  };
+  return { base, reads, journal, hold, failNextTransaction: () => void (failNext = true), other: createJournal(base, { auditKey }) };
 }
 
 describe("record answers on the memory driver", () => {
@@ -66,6 +78,21 @@ describe("record answers on the memory driver", () => {
     expect(await s.journal.getRecord("switch", "tool:notes.add_note")).toEqual(disabled);
     expect(await s.journal.getRecord("switch", "family:notes")).toBeUndefined();
     expect(s.reads.records).toBe(3);
+  });
+
+  it("a row read before this handle's own write of it, returned after another read took the write in, is read again", async () => {
+    const s = counted();
+    await s.journal.getRecord("switch", "family:notes");
+    const release = s.hold();
+    const slow = s.journal.getRecord("switch", "tool:notes.add_note");
+    await new Promise((r) => setTimeout(r, 5));
+    await s.journal.updateRecord("switch", "tool:notes.add_note", put(disabled));
+    // Another record's answer takes this handle's commit in before the held read returns.
+    expect(await s.journal.getRecord("switch", "family:notes")).toBeUndefined();
+    release();
+    // Its row, read before the write, no longer matches the index that took the write in: read again.
+    expect(await slow).toEqual(disabled);
+    expect(await s.journal.getRecord("switch", "tool:notes.add_note")).toEqual(disabled);
   });
 
   it("a switch thrown through another handle on the same tables is seen at the next call", async () => {
