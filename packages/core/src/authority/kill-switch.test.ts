@@ -61,6 +61,18 @@ describe("the kill switch", () => {
     expect(await a!.gate.invoke("notes.word_count", { text: "a" }, base)).toMatchObject({ status: "ok" });
   });
 
+  it("a worker whose switch reads were answered from memory refuses the next call once the row is edited behind the journal", async () => {
+    const [a] = workers(1);
+    const owner = a!.gate.authority.owner();
+    await a!.gate.authority.switches.disable("tool:notes.word_count", "x", owner);
+    await a!.gate.authority.switches.enable("tool:notes.word_count", owner);
+    for (let i = 0; i < 3; i++) expect(await a!.gate.invoke("notes.word_count", { text: "a" }, base)).toMatchObject({ status: "ok" });
+    const rows = a!.driver.tables.records;
+    const row = rows.get("switch:tool:notes.word_count")!;
+    rows.set("switch:tool:notes.word_count", { ...row, text: row.text.replace('"by":"owner"', '"by":"someone"') });
+    expect(await a!.gate.invoke("notes.word_count", { text: "a" }, base)).toMatchObject({ status: "error", code: "journal_tampered" });
+  });
+
   it("a switch row edited or deleted behind the journal's back refuses that tool's calls rather than letting one through", async () => {
     const [a, b] = workers(2);
     const owner = a!.gate.authority.owner();
