@@ -103,5 +103,5 @@ await journal.close().catch((cause: unknown) => {
   failures[ToolError.is(cause) ? cause.code : "close_failed"] = 1;
 });
 const report: FleetWorkerReport = { worker, calls, seconds, failures, effects, crashed, batches, batchedCalls, timing, cpuMicros: used.user + used.system };
-process.stdout.write(`${JSON.stringify(report)}\n`);
-process.exit(0);
+// The report runs to hundreds of kilobytes (every effect's key): exit only once the pipe has taken all of it.
+process.stdout.write(`${JSON.stringify(report)}\n`, () => process.exit(0));

@@ -73,10 +73,12 @@ async function runFleet(url: string, n: number): Promise<FleetRun> {
   const journals: PostgresJournal[] = [];
   for (let i = 0; i < RECOVERERS; i++) journals.push(await connectPostgresJournal(url, { auditKey: key, schema, poolSize: 2 }));
   const children = Array.from({ length: n }, (_, i) => startWorker([url, schema, key.toString("hex"), `w${i}`, String(MEASURE_MS)]));
+  // Recovery races the workers until they report; whatever ends the run stops it before the journals close.
+  let racing = true;
+  let raced: Promise<number>[] = [];
   try {
     await Promise.all(children.map((c) => c.ready));
-    let racing = true;
-    const raced = journals.map((journal, i) =>
+    raced = journals.map((journal, i) =>
       (async () => {
         let claims = 0;
         while (racing) {
@@ -118,6 +120,8 @@ async function runFleet(url: string, n: number): Promise<FleetRun> {
       ],
     };
   } finally {
+    racing = false;
+    await Promise.allSettled(raced);
     for (const c of children) if (c.process.exitCode === null) c.process.kill();
     for (const journal of journals) await journal.close().catch(() => undefined);
   }
