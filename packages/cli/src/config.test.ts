@@ -36,7 +36,7 @@ describe("toolgate.config.json", () => {
   });
 
   it("names the file and every problem, with where it is", async () => {
-    await expect(loadJson("{not json")).rejects.toThrow(expect.objectContaining({ code: "config_invalid", message: "toolgate.config.json is not valid JSON" }));
+    await expect(loadJson("{not json")).rejects.toThrow(expect.objectContaining({ code: "config_invalid", message: "toolgate.config.json:1: not valid JSON" }));
     await expect(loadJson("[]")).rejects.toThrow("toolgate.config.json is invalid: must be a JSON object");
     await expect(loadJson("{}")).rejects.toThrow(
       'toolgate.config.json is invalid: families: must be an array of { "package": name } entries; profiles: must be an array of profiles',

@@ -5,6 +5,7 @@ import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { ToolError, type ConnectorRuntime, type Journal, type ToolFamily, type Verifier, type Workspace } from "@toolgate/core";
 import { type TokenVault, type VaultKeySource } from "@toolgate/core/connectors";
+import { jsonErrorLine, moduleErrorLine, syntaxFailure } from "./config-syntax.js";
 import { checkProfiles, configProfileSchema, type ConfigProfile } from "./config-profiles.js";
 
 /** What a composition file may hand the CLI for one run. */
@@ -156,7 +157,7 @@ export function findConfig(cwd: string, explicit?: string): string {
 export async function loadConfig(path: string): Promise<ToolgateConfig> {
   const ext = extname(path);
   if (ext === ".json") return fromJson(path);
-  const module = ext === ".ts" ? await importTypeScript(path) : await import(pathToFileURL(path).href);
+  const module = ext === ".ts" ? await importTypeScript(path) : await importModule(path);
   const config = (module as { default?: unknown }).default;
   if (
     !config ||
@@ -178,10 +179,11 @@ export async function loadConfig(path: string): Promise<ToolgateConfig> {
 
 async function fromJson(path: string): Promise<ToolgateConfig> {
   let json: unknown;
+  const text = await readFile(path, "utf8");
   try {
-    json = JSON.parse(await readFile(path, "utf8"));
+    json = JSON.parse(text);
   } catch (cause) {
-    throw new ToolError("config_invalid", `${basename(path)} is not valid JSON`, { cause });
+    throw syntaxFailure(path, jsonErrorLine(text), "not valid JSON", cause);
   }
   const result = jsonConfigSchema.safeParse(json);
   if (!result.success) {
@@ -230,16 +232,32 @@ async function importTypeScript(path: string): Promise<unknown> {
     throw new ToolError("config_invalid", "a toolgate.config.ts needs the typescript package installed (or use .mjs/.json)", { cause });
   }
   const source = await readFile(path, "utf8");
-  const output = ts.transpileModule(source, {
+  const { outputText: output, diagnostics } = ts.transpileModule(source, {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false },
     fileName: path,
-  }).outputText;
+    reportDiagnostics: true,
+  });
+  const first = diagnostics?.find((d) => d.category === ts.DiagnosticCategory.Error);
+  if (first) {
+    const line = first.file && first.start !== undefined ? first.file.getLineAndCharacterOfPosition(first.start).line + 1 : undefined;
+    throw syntaxFailure(path, line, ts.flattenDiagnosticMessageText(first.messageText, " "), undefined);
+  }
   const temp = join(dirname(path), `.${basename(path, ".ts")}.${process.pid}.${Date.now()}.mjs`);
   await writeFile(temp, output, { mode: 0o600 });
   try {
     return await import(pathToFileURL(temp).href);
   } finally {
     await rm(temp, { force: true });
+  }
+}
+
+/** Import a JavaScript composition file; a syntax error in it is named with its file and line. */
+async function importModule(path: string): Promise<unknown> {
+  try {
+    return await import(pathToFileURL(path).href);
+  } catch (cause) {
+    if (!(cause instanceof SyntaxError)) throw cause;
+    throw syntaxFailure(path, moduleErrorLine(await readFile(path, "utf8")), cause.message, cause);
   }
 }
 

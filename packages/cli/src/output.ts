@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from "commander";
 import { ToolError } from "@toolgate/core";
 
 /** Exit codes: documented in the README and `toolgate --help`. */
@@ -124,6 +125,12 @@ export function printList<T>(
   if (how.json) io.out(JSON.stringify(items, null, 2));
   else io.out(items.length === 0 ? how.empty : table(how.headers, items.map(how.row)));
   return EXIT.ok;
+}
+
+/** An option's value that must be a whole number (0 or more): anything else is refused as a usage error (exit 2). */
+export function wholeNumber(text: string): number {
+  if (!/^\d{1,9}$/.test(text.trim())) throw new InvalidArgumentError(`must be a whole number (0 or more), not ${JSON.stringify(text)}`);
+  return Number(text.trim());
 }
 
 /** Parse `10m`, `30s`, `2h`, `1500` (ms) into milliseconds. */

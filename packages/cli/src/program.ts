@@ -13,7 +13,7 @@ import { outboxList, outboxRecover, outboxResolve } from "./commands/outbox.js";
 import { mcpClientsCommands } from "./commands/mcp-clients.js";
 import { serveMcp, type ServeMcpCliOptions } from "./commands/serve-mcp.js";
 import { toolInit, toolTest } from "./commands/tool.js";
-import { CliFailure, EXIT, processIo, reportFailure, type Io } from "./output.js";
+import { CliFailure, EXIT, processIo, reportFailure, wholeNumber, type Io } from "./output.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 
 const EXIT_HELP = `
@@ -116,7 +116,7 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
   const audit = program.command("audit").description("the audit journal");
   audit
     .command("tail")
-    .option("-n, --lines <n>", "how many events", (v) => Number.parseInt(v, 10), 20)
+    .option("-n, --lines <n>", "how many events (a whole number)", wholeNumber, 20)
     .option("--json", "one JSON event per line", false)
     .action(withRuntime((rt, opts: { lines: number; json: boolean }) => auditTail(rt, opts, io)));
   audit
@@ -207,9 +207,15 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .allowUnknownOption()
     .argument("[args...]", "[--input tool=<json>] [--slow tool=<json>] -- <command> [args]")
     .helpOption(false)
-    .action(async () => {
-      const at = argv.indexOf("test");
-      exitCode = await toolTest(argv.slice(at + 1), io);
+    .action(async (_args: unknown, _opts: unknown, command: Command) => {
+      const rest = argv.slice(argv.indexOf("test") + 1);
+      // Its own flags pass through to the checks; a --help before `--` is toolgate's, never a program to start.
+      const own = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest;
+      if (own.includes("--help") || own.includes("-h")) {
+        io.out(command.helpInformation());
+        return;
+      }
+      exitCode = await toolTest(rest, io);
     });
 
   program

@@ -8,6 +8,7 @@ import { withConfiguredWitness } from "./commands/audit.js";
 import { findConfig, loadConfig, type Composition, type ToolgateConfig } from "./config.js";
 import type { ConfigProfile } from "./config-profiles.js";
 import { webhookSecretFile } from "./console-config.js";
+import { CliFailure, EXIT } from "./output.js";
 import { openStateDir, protectStatePaths } from "./state.js";
 
 /** One composed run of the CLI: the gate and everything it was built from. */
@@ -79,8 +80,7 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
     vault,
     profile(name: string): ConfigProfile {
       const found = byName.get(name);
-      if (!found)
-        throw new ToolError("config_invalid", `no profile named ${JSON.stringify(name)}`, { details: { hint: `profiles: ${[...byName.keys()].join(", ")}` } });
+      if (!found) throw new CliFailure(`no profile named ${JSON.stringify(name)}`, EXIT.usage, `profiles: ${[...byName.keys()].join(", ") || "none"}`);
       return found;
     },
     async close() {

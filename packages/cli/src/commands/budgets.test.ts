@@ -11,9 +11,9 @@ const count = (text: string, ...flags: string[]) =>
   toolgate("call", "notes.count_words", "--input", JSON.stringify({ text }), "--profile", "metered", ...flags);
 
 describe("toolgate budgets", () => {
-  it("refuses a profile the composition does not have (exit 3, naming the profiles)", async () => {
+  it("refuses a profile the composition does not have (exit 2, a bad argument, naming the profiles)", async () => {
     const r = await toolgate("budgets", "--profile", "nobody");
-    expect(r.code).toBe(3);
+    expect(r.code).toBe(2);
     expect(r.stderr).toContain('no profile named "nobody"');
     expect(r.stderr).toContain("metered");
   });

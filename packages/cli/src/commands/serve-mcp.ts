@@ -44,6 +44,8 @@ export async function serveMcp(runtime: Runtime, options: ServeMcpCliOptions, io
       "over HTTP (--http PORT) each client's token names its profile",
     );
   }
+  // An unknown profile is a bad argument (exit 2), as in every other command.
+  if (http === undefined && options.client === undefined) runtime.profile(options.profile as string);
   const handle = await serveMcpCommand({
     gate: runtime.gate,
     profiles: runtime.profiles,

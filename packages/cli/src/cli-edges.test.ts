@@ -1,0 +1,147 @@
+import { spawn, spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { beforeEach, describe, expect, it } from "vitest";
+import { tempProject } from "./fixtures/temp-project.js";
+
+// The built binary, run as a program (set TOOLGATE_CLI_BIN to run these against another build).
+const bin = process.env["TOOLGATE_CLI_BIN"] ?? fileURLToPath(new URL("../dist/bin.js", import.meta.url));
+
+let dir: string;
+beforeEach(() => {
+  dir = tempProject("toolgate-edges-");
+});
+
+function toolgate(...args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { cwd: dir, encoding: "utf8", env: { PATH: process.env["PATH"] ?? "" }, timeout: 30_000, input: "" });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe("a composition file that does not parse", () => {
+  const cases: [string, string, number][] = [
+    ["broken.mjs", "export default {\n  profiles: [],\n  compose: () => ({ families: [] }),\n", 4],
+    ["broken.js", "export default {\n  profiles: [],\n  compose: ;\n};\n", 3],
+    ["broken.ts", "export default {\n  profiles: [] as string[],\n  compose: (: number) => 1,\n};\n", 3],
+    ["broken.json", '{\n  "families": [],\n  "profiles": [,]\n}\n', 3],
+    ["cut.json", '{\n  "families": [],\n  "profiles": [', 3],
+  ];
+  for (const [name, text, line] of cases) {
+    it(`${name}: names the file and line, exit 3, no stack`, () => {
+      writeFileSync(join(dir, name), text);
+      const r = toolgate("--config", name, "inventory");
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toContain(`${name}:${line}`);
+      expect(r.stderr).toMatch(/\(config_invalid\)/);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+
+  it("a JSON syntax error does not echo the file's text (it may hold a database URL)", () => {
+    writeFileSync(join(dir, "secret.json"), '{ "families": [], "profiles": [], "journal": { "postgres": "postgres://u:hunter2@h/db" }, }');
+    const r = toolgate("--config", "secret.json", "inventory");
+    expect(r.code).toBe(3);
+    expect(r.stderr).not.toContain("hunter2");
+  });
+});
+
+describe("an unknown --profile", () => {
+  const commands: string[][] = [
+    ["inventory", "--profile", "nobody"],
+    ["budgets", "--profile", "nobody"],
+    ["call", "notes.count_words", "--input", "{}", "--profile", "nobody"],
+    ["serve-mcp", "--profile", "nobody"],
+    ["mcp-clients", "add", "c1", "--profile", "nobody"],
+  ];
+  for (const args of commands) {
+    it(`${args[0]}: exit 2 (a bad argument), naming the profiles there are`, () => {
+      const r = toolgate(...args);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain('no profile named "nobody"');
+      expect(r.stderr).toContain("metered");
+    });
+  }
+});
+
+describe("option values that are not numbers", () => {
+  const commands: string[][] = [
+    ["audit", "tail", "-n", "abc"],
+    ["audit", "tail", "-n", "-1"],
+    ["audit", "tail", "-n", "1.5"],
+    ["audit", "tail", "-n", "3x"],
+    ["audit", "tail", "--lines", ""],
+    ["serve-mcp", "--http", "abc"],
+    ["serve-mcp", "--http", "70000"],
+    ["console", "--port", "x1"],
+    ["operators", "add", "ann", "--role", "viewer", "--port", "abc"],
+    ["approvals", "approve", "r1", "--ttl", "soon"],
+    ["outbox", "recover", "--older-than", "-5m"],
+  ];
+  for (const args of commands) {
+    it(`${args.join(" ")}: refused, exit 2`, () => {
+      const r = toolgate(...args);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+  it("audit tail -n 0 and -n 5 are fine", () => {
+    expect(toolgate("audit", "tail", "-n", "5").code).toBe(0);
+    expect(toolgate("audit", "tail", "-n", "0").code).toBe(0);
+  });
+});
+
+describe("a reader that stopped (toolgate … | head -1)", () => {
+  for (const args of [["inventory"], ["--help"], ["inventory", "--json"], ["audit", "tail", "--json"]]) {
+    it(`${args.join(" ")}: ends quietly, exit 0`, async () => {
+      const child = spawn(process.execPath, [bin, ...args], { cwd: dir, env: { PATH: process.env["PATH"] ?? "" }, stdio: ["ignore", "pipe", "pipe"] });
+      // The read end is closed before the CLI writes a byte: every write it makes meets EPIPE.
+      child.stdout.destroy();
+      let stderr = "";
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
+      expect(stderr).not.toMatch(/EPIPE|\n\s+at /);
+      expect(code).toBe(0);
+    });
+  }
+});
+
+describe("--help on every command", () => {
+  const commands: string[][] = [
+    [],
+    ["docs"],
+    ["inventory"],
+    ["budgets"],
+    ["call"],
+    ["approvals"],
+    ["approvals", "list"],
+    ["approvals", "approve"],
+    ["audit", "tail"],
+    ["audit", "verify"],
+    ["outbox", "recover"],
+    ["journal", "prune"],
+    ["connections", "add"],
+    ["tool"],
+    ["tool", "init"],
+    ["tool", "test"],
+    ["serve-mcp"],
+    ["mcp-clients", "add"],
+    ["operators", "add"],
+    ["kill-switch"],
+    ["console"],
+  ];
+  for (const args of commands) {
+    for (const flag of ["--help", "-h"]) {
+      it(`toolgate ${[...args, flag].join(" ")}: usage, exit 0, nothing started`, () => {
+        const r = toolgate(...args, flag);
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stdout).toMatch(/^Usage: toolgate/m);
+        expect(r.stdout + r.stderr).not.toMatch(/FAIL|ENOENT|no ToolRegister/);
+      });
+    }
+  }
+  it("tool test: a --help after -- belongs to the tool's command, not to toolgate", () => {
+    const r = toolgate("tool", "test", "--", process.execPath, "-e", "process.exit(0)", "--help");
+    expect(r.stdout).not.toMatch(/^Usage: toolgate/m);
+    expect(r.stdout).toMatch(/FAIL handshake/);
+  });
+});
