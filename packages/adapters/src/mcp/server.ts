@@ -19,6 +19,7 @@ import { approvalFacts, approvalText, refusalFacts, refusalText } from "../share
 import { bareSchema, profileReaches, reachableTools, type ExposeOptions } from "../shared/reachable.js";
 import { askThroughElicitation } from "./elicit.js";
 import { serveHttp, type HttpServerOptions } from "./http.js";
+import { DEFAULT_TOOLS_POLL_MS, serveLogging, watchServedTools } from "./live.js";
 
 /** `_meta` keys this server reads and writes. */
 export const MCP_META = {
@@ -55,6 +56,11 @@ export interface McpServerOptions extends ExposeOptions {
   readonly elicitation?: boolean;
   /** How long to wait for the human's answer to an elicitation; default 10 minutes. */
   readonly elicitationTimeoutMs?: number;
+  /**
+   * How often (ms) a session looks for a change in the tools it serves (a kill switch thrown or
+   * lifted, a tool registered or changed) and sends `notifications/tools/list_changed`; default 5000, 0 never.
+   */
+  readonly toolsPollMs?: number;
 }
 
 /** Where `serveMcp` listens. HTTP binds 127.0.0.1 only. */
@@ -94,6 +100,8 @@ const DEFAULT_ELICITATION_TIMEOUT_MS = 10 * 60_000;
  * - `denied` / `error` → an `isError` result with the typed code (`_meta["io.toolgate/error"]`).
  * A request's progress token gets progress notifications; MCP cancellation aborts the gate's signal.
  * A grant obtained out of band may be passed back in the request's `_meta["io.toolgate/grant"]`.
+ * `tools/list` leaves out tools an operator switched off, and a change in the served tools is sent as
+ * `notifications/tools/list_changed` (see `toolsPollMs`); `logging/setLevel` sets the session's log level.
  */
 export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<TTool>, options: McpServerOptions): Server {
   const gate = typedGate as unknown as Gate;
@@ -111,19 +119,29 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
     );
   }
   const call: CallOptions = { principal: options.principal, tenant: options.tenant, profile: options.profile };
-  const served = new Map<string, ToolDescriptor>(reachableTools(gate, options.profile, options).map((d) => [d.id, d]));
-  const tools: McpTool[] = [...served.values()].map(toMcpTool);
-  const objectOutput = new Set(tools.filter((t) => t.outputSchema).map((t) => t.name));
+  // Served by visibility and profile; a tool an operator switched off is left out of the list but
+  // still goes to the gate when called, which refuses it (tool_disabled) and journals that.
+  const servedNow = () => new Map<string, ToolDescriptor>(reachableTools(gate, options.profile, options).map((d) => [d.id, d]));
+  const listed = async (): Promise<McpTool[]> => {
+    const off = new Set((await gate.authority.switches.list()).map((s) => s.target));
+    return [...servedNow().values()].filter((d) => !off.has(`tool:${d.id}`) && !off.has(`family:${d.id.slice(0, d.id.indexOf("."))}`)).map(toMcpTool);
+  };
   const elicitationTimeoutMs = options.elicitationTimeoutMs ?? DEFAULT_ELICITATION_TIMEOUT_MS;
 
-  const server = new Server({ name: options.name ?? "toolgate", version: options.version ?? "0.1.0" }, { capabilities: { tools: { listChanged: false } } });
+  const server = new Server(
+    { name: options.name ?? "toolgate", version: options.version ?? "0.1.0" },
+    { capabilities: { tools: { listChanged: true }, logging: {} } },
+  );
+  const log = serveLogging(server);
+  watchServedTools(server, listed, options.toolsPollMs ?? DEFAULT_TOOLS_POLL_MS, log);
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await listed() }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const name = request.params.name;
     const input = request.params.arguments ?? {};
     const known = gate.registry.describe(name);
+    const served = servedNow();
     // Reachable but not served (hidden or advanced): refuse here. Anything else goes to the gate,
     // which journals the refusal of an unknown or unreachable tool.
     if (known && !served.has(name) && profileReaches(known, options.profile)) {
@@ -148,8 +166,11 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
       await Promise.all(notifications.splice(0));
       return outcome;
     };
+    const structured = (d: ToolDescriptor | undefined) => d !== undefined && toMcpTool(d).outputSchema !== undefined;
     const result = await invoke(thisCall);
-    if (result.status !== "approval_required") return toCallResult(result, objectOutput.has(name));
+    if (result.status === "denied" || result.status === "error")
+      log("warning", { event: "call_refused", toolId: name, status: result.status, code: result.code });
+    if (result.status !== "approval_required") return toCallResult(result, structured(served.get(name)));
 
     const asked = await askThroughElicitation(
       {
@@ -166,7 +187,7 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
     if (asked.kind === "pending") return approvalResult(result);
     if (asked.kind === "refused") return errorResult({ status: "denied", code: asked.code, message: asked.message, toolId: name });
     const second = await invoke({ ...thisCall, approval: asked.grant });
-    return second.status === "approval_required" ? approvalResult(second) : toCallResult(second, objectOutput.has(name));
+    return second.status === "approval_required" ? approvalResult(second) : toCallResult(second, structured(served.get(name)));
   });
 
   return server;
