@@ -76,6 +76,10 @@ describe("option values that are not numbers", () => {
     ["operators", "add", "ann", "--role", "viewer", "--port", "abc"],
     ["approvals", "approve", "r1", "--ttl", "soon"],
     ["outbox", "recover", "--older-than", "-5m"],
+    ["outbox", "list", "--state", "bogus"],
+    ["outbox", "list", "--state", "pending,done"],
+    ["approvals", "list", "--status", "bogus"],
+    ["journal", "prune", "--before", "someday"],
   ];
   for (const args of commands) {
     it(`${args.join(" ")}: refused, exit 2`, () => {
@@ -84,6 +88,10 @@ describe("option values that are not numbers", () => {
       expect(r.stderr).not.toMatch(/\n\s+at /);
     });
   }
+  it("outbox list --state takes its states and all", () => {
+    expect(toolgate("outbox", "list", "--state", "pending,failed").code).toBe(0);
+    expect(toolgate("outbox", "list", "--state", "all").code).toBe(0);
+  });
   it("audit tail -n 0 and -n 5 are fine", () => {
     expect(toolgate("audit", "tail", "-n", "5").code).toBe(0);
     expect(toolgate("audit", "tail", "-n", "0").code).toBe(0);

@@ -3,8 +3,13 @@ import { recoverOutbox, resolveOutboxEntry } from "@toolgate/core/operator";
 import { CliFailure, EXIT, parseDuration, progress, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
+const OUTBOX_STATES: readonly OutboxState[] = ["pending", "completed", "failed", "unknown"];
+
 export async function outboxList(runtime: Runtime, options: { state: string; json: boolean }, io: Io): Promise<number> {
-  const states = options.state === "all" ? undefined : (options.state.split(",") as OutboxState[]);
+  const states = options.state === "all" ? undefined : (options.state.split(",").map((s) => s.trim()) as OutboxState[]);
+  const wrong = states?.find((s) => !OUTBOX_STATES.includes(s));
+  if (wrong !== undefined)
+    throw new CliFailure(`--state: ${JSON.stringify(wrong)} is not a state`, EXIT.usage, `use ${OUTBOX_STATES.join(", ")} (comma-separated) or all`);
   const entries = await runtime.journal.listOutbox(states ? { states } : {});
   if (options.json)
     io.out(
