@@ -14,6 +14,8 @@ export type { ScopeTokenMapping } from "./host/scopes.js";
 export { DEFAULT_PASS_ENV, resolveSandbox } from "./host/spawn.js";
 export type { ResolvedSandbox, SandboxKind, SandboxOption } from "./host/spawn.js";
 export type { ToolClaim } from "./host/untrusted-text.js";
+export { MAX_NOTIFICATION_CHARS, MAX_NOTIFICATIONS_PER_SECOND } from "./host/after-calls.js";
+export type { ProcessNotification } from "./host/after-calls.js";
 
 export { FrameDecoder, FrameError, encodeFrame, FRAME_PROBLEMS } from "./protocol/codec.js";
 export type { FrameDecoderOptions, FrameProblem } from "./protocol/codec.js";
@@ -51,6 +53,7 @@ export type {
   ToolResult,
   ToolErrorFrame,
   RequiresEscalation,
+  DispatchNotification,
   VerificationState,
 } from "./protocol/messages.js";
 

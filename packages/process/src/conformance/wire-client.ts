@@ -13,6 +13,8 @@ export class WireClient {
   private readonly inbox: ToolMessage[] = [];
   private readonly sent = new Set<string>();
   private readonly finished = new Set<string>();
+  /** Calls this client cancelled: a `cancelled` error that crossed their result is late, not a violation (the host drops it too). */
+  private readonly cancelled = new Set<string>();
   private readonly wakers = new Set<() => void>();
   private hasExited = false;
   private stderrBytes = 0;
@@ -49,6 +51,7 @@ export class WireClient {
 
   send(message: Record<string, unknown>): void {
     if (typeof message["call_id"] === "string" && message["type"] === "InvokeTool") this.sent.add(message["call_id"]);
+    if (typeof message["call_id"] === "string" && message["type"] === "CancelInvocation") this.cancelled.add(message["call_id"]);
     if (!this.child.stdin.writable) return;
     this.child.stdin.write(encodeFrame(message));
   }
@@ -99,7 +102,10 @@ export class WireClient {
       return;
     }
     const message = read.message;
+    if (message.type === "DispatchNotification") return;
     if ("call_id" in message) {
+      const crossed = message.type === "ToolError" && message.code === "cancelled" && this.cancelled.has(message.call_id);
+      if (crossed && this.finished.has(message.call_id)) return;
       if (!this.sent.has(message.call_id)) this.violations.push(`${message.type} for call_id ${JSON.stringify(message.call_id)}, which was never sent`);
       else if (this.finished.has(message.call_id))
         this.violations.push(`${message.type} for call_id ${JSON.stringify(message.call_id)} after its terminal frame`);

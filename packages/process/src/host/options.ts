@@ -1,5 +1,6 @@
 import type { ActionType, ApprovalPreview, ApprovalRule, DataClass, Effect, PreviewContext, RiskLevel, ToolFamily, Visibility } from "@toolgate/core";
 import type { DeclaredTool } from "../protocol/messages.js";
+import type { ProcessNotification } from "./after-calls.js";
 import type { ScopeTokenMapping } from "./scopes.js";
 import type { SandboxOption } from "./spawn.js";
 
@@ -100,6 +101,12 @@ export interface StartToolProcessOptions {
   readonly maxStderrBytes?: number;
   /** Default: warnings and errors to `console.warn`. */
   readonly onLog?: (event: ProcessLogEvent) => void;
+  /**
+   * Each `DispatchNotification` the process sends (at most 20 a second, each at most 64 Ki characters
+   * of JSON; the rest dropped and logged). Its fields are the tool's unverified claim. Without this
+   * option notifications are dropped with a debug log. A throw here is ignored.
+   */
+  readonly onNotification?: (notification: ProcessNotification) => void;
 }
 
 export type ToolProcessState = "ready" | "restarting" | "stopped" | "dead";

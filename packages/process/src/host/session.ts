@@ -10,6 +10,7 @@ import {
   type ToolRegister,
   type VerificationState,
 } from "../protocol/messages.js";
+import { EndedCalls, NotificationGate, type ProcessNotification } from "./after-calls.js";
 import { plainLine } from "./untrusted-text.js";
 
 /** Tool text quoted in the host's own messages: plain, and withheld whole when long (see untrusted-text.ts). */
@@ -28,6 +29,8 @@ export interface SessionSpec {
   readonly handshakeTimeoutMs: number;
   readonly maxStderrBytes: number;
   readonly log: (level: "debug" | "warn", message: string) => void;
+  /** Where `DispatchNotification` frames go, once within their size and rate bounds. */
+  readonly notify?: ((notification: Omit<ProcessNotification, "process">) => void) | undefined;
   /** A seccomp program the sandbox reads on descriptor 3 (`SECCOMP_FD`) before the tool starts. */
   readonly seccomp?: Buffer | undefined;
 }
@@ -66,6 +69,9 @@ export class ProcessSession {
     if (!this.isClosed && !this.child.stdin.destroyed && !this.child.stdin.writableEnded) this.child.stdin.write(bytes);
   });
   private readonly pending = new Map<string, PendingCall>();
+  /** Calls that ended: a frame for one is late (a cancel crossed its result), not a violation. */
+  private readonly ended = new EndedCalls();
+  private readonly notifications: NotificationGate;
   private stderr: Buffer[] = [];
   private stderrBytes = 0;
   private registration: ToolRegister | undefined;
@@ -76,6 +82,7 @@ export class ProcessSession {
   private deathListener: ((error: ToolError) => void) | undefined;
 
   constructor(private readonly spec: SessionSpec) {
+    this.notifications = new NotificationGate(spec.notify, spec.log);
     const [program, ...args] = spec.argv;
     this.child = spawn(program!, args, {
       cwd: spec.cwd,
@@ -306,8 +313,13 @@ export class ProcessSession {
       return;
     }
     if (!this.registration) return this.fail(new ToolError("protocol_error", `tool process sent ${message.type} before ToolRegister`));
+    if (message.type === "DispatchNotification") {
+      return this.notifications.receive(message, (id) => this.pending.has(id) || this.ended.has(id));
+    }
     const call = this.pending.get(message.call_id);
     if (!call) {
+      if (this.ended.has(message.call_id))
+        return this.spec.log("debug", `dropped a late ${message.type} for call ${told(message.call_id)}, which had already ended`);
       return this.fail(
         new ToolError("protocol_error", `tool process sent ${message.type} for unknown call_id ${told(JSON.stringify(message.call_id.slice(0, 64)))}`),
       );
@@ -338,6 +350,7 @@ export class ProcessSession {
   private settle(callId: string, call: PendingCall): void {
     if (call.cancelTimer) clearTimeout(call.cancelTimer);
     this.pending.delete(callId);
+    this.ended.add(callId);
   }
 
   private failPending(error: ToolError): void {

@@ -82,6 +82,7 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     handshakeTimeoutMs,
     maxStderrBytes: Math.floor(positive(options.maxStderrBytes, 64 * 1024, "maxStderrBytes")),
     log: (level, message) => log({ level, message }),
+    notify: options.onNotification && ((notification) => options.onNotification!({ process: name, ...notification })),
   };
 
   /** Spawn and handshake; on any failure the child is killed and reaped before this rejects. */

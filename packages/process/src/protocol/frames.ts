@@ -7,8 +7,9 @@ import { z } from "zod";
  *
  * Host → tool: `ToolHello`, `InvokeTool`, `CancelInvocation`, `ToolShutdown`.
  * Tool → host: `ToolRegister` (exactly once, after the hello), `ToolEvent`, `ToolResult`,
- * `ToolError`, `RequiresEscalation`. `ToolResult`, `ToolError` and `RequiresEscalation` are
- * terminal: nothing follows them for the same `call_id`. Frames of unknown `type` are skipped.
+ * `ToolError`, `RequiresEscalation`, `DispatchNotification`. `ToolResult`, `ToolError` and
+ * `RequiresEscalation` are terminal: nothing should follow them for the same `call_id`, and the host
+ * drops what does (a cancel that crossed a result). Frames of unknown `type` are skipped.
  *
  * Types come from these schemas; they are never written twice.
  */
@@ -94,6 +95,13 @@ export const toolErrorSchema = z.object({
 /** Terminal: the tool will not act without a human's approval. */
 export const requiresEscalationSchema = z.object({ type: z.literal("RequiresEscalation"), call_id: callId, reason: z.string() });
 
+/**
+ * Something the tool wants the host to know outside any call's answer (a reminder, a finished
+ * background job). Its fields other than `type` are the tool's own and open-ended; `call_id`, when
+ * present, names the call it relates to. Never terminal; the host delivers it as a notification.
+ */
+export const dispatchNotificationSchema = z.looseObject({ type: z.literal("DispatchNotification"), call_id: callId.optional() });
+
 export type ToolHello = z.infer<typeof toolHelloSchema>;
 export type InvokeTool = z.infer<typeof invokeToolSchema>;
 export type CancelInvocation = z.infer<typeof cancelInvocationSchema>;
@@ -106,11 +114,12 @@ export type VerificationState = (typeof VERIFICATION_STATES)[number];
 export type ToolResult = z.infer<typeof toolResultSchema>;
 export type ToolErrorFrame = z.infer<typeof toolErrorSchema>;
 export type RequiresEscalation = z.infer<typeof requiresEscalationSchema>;
+export type DispatchNotification = z.infer<typeof dispatchNotificationSchema>;
 
 /** Frames a host sends. */
 export type HostMessage = ToolHello | InvokeTool | CancelInvocation | ToolShutdown;
 /** Frames a tool sends. */
-export type ToolMessage = ToolRegister | ToolEvent | ToolResult | ToolErrorFrame | RequiresEscalation;
+export type ToolMessage = ToolRegister | ToolEvent | ToolResult | ToolErrorFrame | RequiresEscalation | DispatchNotification;
 
 export const toolMessageSchemas = {
   ToolRegister: toolRegisterSchema,
@@ -118,6 +127,7 @@ export const toolMessageSchemas = {
   ToolResult: toolResultSchema,
   ToolError: toolErrorSchema,
   RequiresEscalation: requiresEscalationSchema,
+  DispatchNotification: dispatchNotificationSchema,
 } as const;
 
 export const hostMessageSchemas = {
