@@ -6,5 +6,9 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
   throw error;
 });
+// Errors piped into a reader that stopped (`2>&1 | head`): the messages are lost, the exit code is kept.
+process.stderr.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE" && error.code !== "ERR_STREAM_DESTROYED") throw error;
+});
 
 process.exitCode = await run(process.argv.slice(2));

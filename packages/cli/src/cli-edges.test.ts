@@ -113,6 +113,25 @@ describe("a reader that stopped (toolgate … | head -1)", () => {
   }
 });
 
+describe("both pipes closed (toolgate … 2>&1 | head -1): the exit code is still the command's own", () => {
+  const cases: [string[], number][] = [
+    [["inventory"], 0],
+    [["inventory", "--profile", "nobody"], 2],
+    [["no-such-command"], 2],
+    [["--config", "nope.json", "inventory"], 3],
+  ];
+  for (const [args, expected] of cases) {
+    it(`${args.join(" ")}: exit ${expected}`, async () => {
+      const child = spawn(process.execPath, [bin, ...args], { cwd: dir, env: { PATH: process.env["PATH"] ?? "" }, stdio: ["ignore", "pipe", "pipe"] });
+      child.stdout.destroy();
+      child.stderr.destroy();
+      const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.on("close", (c, s) => resolve([c, s])));
+      expect(signal).toBeNull();
+      expect(code).toBe(expected);
+    });
+  }
+});
+
 describe("--help on every command", () => {
   const commands: string[][] = [
     [],
