@@ -53,6 +53,12 @@ describe("an unknown --profile", () => {
     ["serve-mcp", "--profile", "nobody"],
     ["mcp-clients", "add", "c1", "--profile", "nobody"],
   ];
+  it("serve-mcp --client that is not registered: exit 2 (a bad argument), not a configuration error", () => {
+    const r = toolgate("serve-mcp", "--client", "nobody");
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain('no active MCP client named "nobody"');
+    expect(r.stderr).not.toContain("fix the composition file");
+  });
   for (const args of commands) {
     it(`${args[0]}: exit 2 (a bad argument), naming the profiles there are`, () => {
       const r = toolgate(...args);

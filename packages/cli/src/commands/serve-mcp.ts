@@ -44,8 +44,17 @@ export async function serveMcp(runtime: Runtime, options: ServeMcpCliOptions, io
       "over HTTP (--http PORT) each client's token names its profile",
     );
   }
-  // An unknown profile is a bad argument (exit 2), as in every other command.
+  // An unknown profile or client is a bad argument (exit 2), as in every other command.
   if (http === undefined && options.client === undefined) runtime.profile(options.profile as string);
+  if (http === undefined && options.client !== undefined) {
+    const active = (await runtime.gate.authority.clients.list()).filter((c) => c.status === "active");
+    if (!active.some((c) => c.name === options.client))
+      throw new CliFailure(
+        `no active MCP client named ${JSON.stringify(options.client)}`,
+        EXIT.usage,
+        `toolgate mcp-clients list shows them; add one with toolgate mcp-clients add NAME --profile P`,
+      );
+  }
   const handle = await serveMcpCommand({
     gate: runtime.gate,
     profiles: runtime.profiles,
