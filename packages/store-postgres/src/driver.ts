@@ -1,6 +1,8 @@
 import type pg from "pg";
+import type { FetchedRow, PostgresBatchTiming, QueuedOp } from "./batch-types.js";
 import { latestOf, pointReads, rowOf, type RowResult } from "./reads.js";
 import { execute, prepare, queries, statementName } from "./sql.js";
+import { beginWithTimeouts, committed, connectionLost, sessionError, sessionFailed, unknownCommitError, type PostgresTimeouts } from "./session.js";
 import { ToolError } from "@toolgate/core";
 import {
   type JournalDriver,
@@ -24,44 +26,10 @@ export interface PostgresDriverOptions {
   readonly ownsPool: boolean;
   /** Told after each committed batch how long it took (see {@link PostgresBatchTiming}). */
   readonly onBatch?: ((timing: PostgresBatchTiming) => void) | undefined;
+  /** The timeouts every transaction that takes the audit head lock runs under (see session.ts). */
+  readonly timeouts: PostgresTimeouts;
 }
 
-/**
- * One committed batch, timed on the client: every writer waits for the audit head row lock, so
- * the time a batch holds it bounds the whole fleet's rate. Milliseconds.
- */
-export interface PostgresBatchTiming {
-  /** Calls the batch held. */
-  readonly calls: number;
-  /** Transactions it took (more than one after a deadlock or serialization retry). */
-  readonly attempts: number;
-  /** From asking for the lock to holding it (the server's clock): the wait for other writers plus half a round trip. */
-  readonly lockMs: number;
-  /** Holding the lock: reading the declared rows (sent with the lock), until they are back here. */
-  readonly fetchMs: number;
-  /** Holding the lock: running the calls in this process (sealing rows and events). */
-  readonly runMs: number;
-  /** Holding the lock: writing the batch and committing it (the commit waits for its fsync). */
-  readonly commitMs: number;
-}
-
-interface QueuedOp {
-  readonly reads: TransactionReads;
-  readonly run: (tx: JournalTransaction) => unknown;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (reason: unknown) => void;
-}
-
-/** A row of the batch's read (see `fetch` in sql.ts). */
-interface FetchedRow {
-  readonly kind: string;
-  readonly id: string;
-  readonly body: string | null;
-  readonly status: StoredRequest["status"];
-  readonly input_hash: string;
-  readonly seq: string | null;
-  readonly prev_mac: string | null;
-}
 /** Milliseconds since the epoch, to a fraction: comparable with the server's clock_timestamp() on the same machine. */
 const wallClock = (): number => performance.timeOrigin + performance.now();
 
@@ -85,7 +53,7 @@ const MAX_ATTEMPTS = 5;
  * every transaction locks the single audit head row first, so the chain stays one chain.
  */
 export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): JournalDriver {
-  const { schema, maxBatch } = options;
+  const { schema, maxBatch, timeouts } = options;
   const q = queries(schema);
   const failure = (cause: unknown): ToolError =>
     ToolError.is(cause)
@@ -112,9 +80,14 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
     try {
       client = await pool.connect();
     } catch (cause) {
-      for (const op of batch) op.reject(failure(cause));
+      for (const op of batch) op.reject(sessionFailed(cause) ? sessionError(schema, cause) : failure(cause));
       return;
     }
+    // A connection that fails while checked out (the server ended the session, restarted, or the
+    // socket broke) says so here, never as an unhandled 'error' event; it is then dropped, not reused.
+    let broken: unknown;
+    const onLost = (cause: unknown): void => void (broken ??= cause);
+    client.on("error", onLost);
     // Each connection prepares the batch's statements once, before it first takes the lock; one
     // that cannot is dropped, not reused.
     const names = prepared.get(client) ?? new Set<string>();
@@ -125,8 +98,9 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
         for (const text of missing) names.add(statementName(text));
         prepared.set(client, names);
       } catch (cause) {
+        client.off("error", onLost);
         client.release(cause instanceof Error ? cause : new Error(String(cause)));
-        for (const op of batch) op.reject(failure(cause));
+        for (const op of batch) op.reject(sessionFailed(cause) ? sessionError(schema, cause) : failure(cause));
         return;
       }
     }
@@ -146,8 +120,10 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
       const fetching = declared.entries.size + declared.requests.size + declared.open.size + declared.records.size > 0;
       // One round trip takes the lock and reads the rows: each statement of a simple query takes
       // its own snapshot, so the reads after the lock see every batch committed before it.
+      // BEGIN and the timeouts come first, so the wait for the lock runs under them too.
       const lockAndRead = [
-        q.beginAndLockHead,
+        ...beginWithTimeouts(timeouts),
+        q.lockHead,
         q.lockedAt,
         ...(claim ? [execute(q.claimable, [claim.states, claim.updatedBeforeMs, claim.limit])] : []),
         ...(fetching
@@ -161,12 +137,16 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
       let done = asked;
       for (let attempt = 1; ; attempt++) {
         const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+        // Set once the write and COMMIT are sent: a connection lost after that may have committed.
+        let committing = false;
+        let xid: string | undefined;
         try {
           const results = (await client.query(lockAndRead)) as unknown as pg.QueryResult[];
           fetched = wallClock();
-          const row = (results[1]?.rows as { seq: string; mac: string }[] | undefined)?.[0];
+          const row = (results[3]?.rows as { seq: string; mac: string }[] | undefined)?.[0];
           if (!row) throw new ToolError("journal_failed", `journal schema ${schema} has no audit head`);
-          locked = Number((results[2]!.rows[0] as { at: number }).at);
+          ({ at: locked, xid } = results[4]!.rows[0] as { at: number; xid: string });
+          locked = Number(locked);
           let head = { seq: Number(row.seq), mac: row.mac };
 
           const entries = new Map<string, string>();
@@ -176,7 +156,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           const latestLinks = new Map<string, RowEvent>();
           const seen = (subject: string, event: RowEvent | undefined): void => void (event && latestLinks.set(subject, event));
           const claimed: string[] = [];
-          for (const r of claim ? (results[3]!.rows as RowResult[]) : []) {
+          for (const r of claim ? (results[5]!.rows as RowResult[]) : []) {
             claimed.push(r.id);
             entries.set(r.id, r.text!);
             seen(`entry:${r.id}`, latestOf(r));
@@ -267,6 +247,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           const c = [...dirtyRecords.values()];
           // One round trip writes and commits (the commit returns after its fsync).
           const writing = audit.seqs.length + e.length + r.length + c.length > 0;
+          committing = true;
           await client.query(
             writing
               ? `${execute(q.write, [
@@ -293,18 +274,35 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           );
           done = wallClock();
         } catch (cause) {
-          await client.query("ROLLBACK").catch(() => undefined);
           const inner = cause instanceof BatchFailure ? cause.cause : cause;
-          const code = (inner as { code?: unknown } | null)?.code;
-          // invalid_sql_statement_name: the session lost its prepared statements; prepare again next time.
-          if (code === "26000") prepared.delete(client);
-          if (typeof code === "string" && RETRY_CODES.has(code) && attempt < MAX_ATTEMPTS) continue;
-          if (batch.length > 1 && !ToolError.is(inner)) {
-            retryAlone = true;
+          // The session timed out or its connection failed: nothing the calls did was wrong.
+          const session = !(cause instanceof BatchFailure) && !ToolError.is(inner) && (broken !== undefined || sessionFailed(inner));
+          if (session && (broken !== undefined || connectionLost(inner))) broken ??= inner;
+          if (broken === undefined) await client.query("ROLLBACK").catch(() => undefined);
+          let outcome: boolean | undefined = false;
+          if (broken !== undefined && committing) outcome = await committed(pool, xid!, timeouts.commitOutcomeTimeoutMs);
+          if (outcome === undefined) {
+            for (const op of batch) op.reject(unknownCommitError(schema, inner, timeouts.commitOutcomeTimeoutMs));
             return;
           }
-          for (const op of batch) op.reject(failure(inner));
-          return;
+          if (!outcome) {
+            if (session) {
+              for (const op of batch) op.reject(sessionError(schema, inner));
+              return;
+            }
+            const code = (inner as { code?: unknown } | null)?.code;
+            // invalid_sql_statement_name: the session lost its prepared statements; prepare again next time.
+            if (code === "26000") prepared.delete(client);
+            if (typeof code === "string" && RETRY_CODES.has(code) && attempt < MAX_ATTEMPTS) continue;
+            if (batch.length > 1 && !ToolError.is(inner)) {
+              retryAlone = true;
+              return;
+            }
+            for (const op of batch) op.reject(failure(inner));
+            return;
+          }
+          // The connection was lost during the commit, and the server says it committed.
+          done = wallClock();
         }
         batch.forEach((op, i) => {
           const outcome = outcomes[i]!;
@@ -329,7 +327,8 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
         return;
       }
     } finally {
-      client.release();
+      client.off("error", onLost);
+      client.release(broken === undefined ? undefined : broken instanceof Error ? broken : new Error(String(broken)));
       if (retryAlone) for (const op of batch) await runBatch([op]);
     }
   };
@@ -353,8 +352,14 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
   };
 
   const read = async <R extends pg.QueryResultRow, T>(text: string, values: unknown[], pick: (rows: R[]) => T): Promise<T> => {
+    let rows: R[];
     try {
-      return pick((await pool.query<R>({ name: statementName(text), text, values })).rows);
+      rows = (await pool.query<R>({ name: statementName(text), text, values })).rows;
+    } catch (cause) {
+      throw sessionFailed(cause) ? sessionError(schema, cause) : failure(cause);
+    }
+    try {
+      return pick(rows);
     } catch (cause) {
       throw failure(cause);
     }

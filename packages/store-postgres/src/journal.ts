@@ -2,7 +2,9 @@ import pg from "pg";
 import { ToolError, type Journal } from "@toolgate/core";
 import { type AuditKey } from "@toolgate/core/operator";
 import { auditKeyCheck, createJournal } from "@toolgate/core/store-kit";
-import { postgresDriver, type PostgresBatchTiming } from "./driver.js";
+import type { PostgresBatchTiming } from "./batch-types.js";
+import { postgresDriver } from "./driver.js";
+import { timeoutsOf, type PostgresTimeouts } from "./session.js";
 import { migrate, POSTGRES_SCHEMA_VERSION, SCHEMA_NAME } from "./schema.js";
 
 export interface PostgresJournalOptions {
@@ -24,6 +26,14 @@ export interface PostgresJournalOptions {
    * the audit head row lock (for load tests and metrics; it must not throw).
    */
   readonly onBatch?: (timing: PostgresBatchTiming) => void;
+  /**
+   * Every transaction that takes the audit head lock sets these itself (`SET LOCAL`), so a writer
+   * that stalls holding the lock loses it: `statementTimeoutMs` (default 15 000, the wait for the
+   * lock included), `idleInTransactionTimeoutMs` (default 5 000; below the statement timeout) and
+   * `commitOutcomeTimeoutMs` (default 30 000: how long a batch whose connection was lost during
+   * its commit asks the server whether it committed). Whole milliseconds from 1.
+   */
+  readonly timeouts?: Partial<PostgresTimeouts>;
 }
 
 export interface PostgresJournal extends Journal {
@@ -43,6 +53,7 @@ export async function connectPostgresJournal(target: string | pg.Pool, options: 
   const auditKey = options.auditKey;
   if (auditKey === undefined || auditKey.length === 0) throw new TypeError("connectPostgresJournal needs the audit key");
   const maxBatch = Math.max(1, options.maxBatch ?? 256);
+  const timeouts = timeoutsOf(options.timeouts ?? {});
   const ownsPool = typeof target === "string";
   const pool = typeof target === "string" ? new pg.Pool({ connectionString: target, max: options.poolSize ?? 10 }) : target;
   // An idle client's connection dropping must not crash the process; the next query reports it.
@@ -62,7 +73,7 @@ export async function connectPostgresJournal(target: string | pg.Pool, options: 
       : new ToolError("journal_failed", `could not open journal schema ${schema}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 
-  const journal = createJournal(postgresDriver(pool, { schema, maxBatch, ownsPool, onBatch: options.onBatch }), {
+  const journal = createJournal(postgresDriver(pool, { schema, maxBatch, ownsPool, onBatch: options.onBatch, timeouts }), {
     auditKey,
     retainReadOutputs: options.retainReadOutputs === true,
   });

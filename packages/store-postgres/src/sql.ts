@@ -12,9 +12,10 @@ export function queries(schema: string) {
   const entryRows = `SELECT o.key AS id, o.entry AS text, a.seq, a.prev_mac FROM ${s}.outbox o ${latest("'entry:' || o.key")}`;
   const requestRows = `SELECT o.request_id AS id, o.request AS text, a.seq, a.prev_mac FROM ${s}.approvals o ${latest("'request:' || o.request_id")}`;
   return {
-    beginAndLockHead: `BEGIN; SELECT seq, mac FROM ${s}.audit_head WHERE id = 1 FOR UPDATE`,
-    // The server's clock once the lock is held (milliseconds since the epoch), for onBatch.
-    lockedAt: `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS at`,
+    lockHead: `SELECT seq, mac FROM ${s}.audit_head WHERE id = 1 FOR UPDATE`,
+    // The server's clock once the lock is held (milliseconds since the epoch), for onBatch, and the
+    // transaction's id, to ask whether it committed when the connection is lost during its commit.
+    lockedAt: `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS at, pg_current_xact_id()::text AS xid`,
     head: `SELECT seq, mac FROM ${s}.audit_head WHERE id = 1`,
     readAudit: `SELECT seq, subject, payload, prev_mac, mac FROM ${s}.audit WHERE seq > $1 ORDER BY seq LIMIT $2`,
     // Every declared row with its latest link, in one round trip: entries by key (stored or not),
