@@ -212,6 +212,12 @@ async function relay(target, token) {
   return { url: new URL(`http://127.0.0.1:${port}${target.pathname}`), close: () => (server.closeAllConnections(), server.close()) };
 }
 
+/** The server scenarios the installed suite itself lists (`conformance list --server`). */
+function suiteServerScenarios(tools) {
+  const r = spawnSync(tools.node, [tools.suite, "list", "--server"], { encoding: "utf8", env: { PATH: process.env.PATH ?? "", NO_COLOR: "1" } });
+  return [...(r.stdout ?? "").matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]);
+}
+
 /** One scenario through the suite's CLI: its checks, from the results directory it writes. */
 function runScenario(tools, url, scenario, outDir) {
   return new Promise((resolve) => {
@@ -304,7 +310,10 @@ async function main() {
   process.stdout.write(
     `mcp-conformance: ${results.length} scenarios run, ${passed} passing, ${results.length - passed} failing; ${Object.keys(NOT_APPLICABLE).length} not applicable (--list)\n`,
   );
-  if (options.json) writeFileSync(options.json, JSON.stringify({ suite: SUITE, node: NODE.version, results, notApplicable: NOT_APPLICABLE }, null, 2));
+  if (options.json) {
+    const report = { suite: SUITE, node: NODE.version, results, notApplicable: NOT_APPLICABLE, suiteServerScenarios: suiteServerScenarios(tools) };
+    writeFileSync(options.json, JSON.stringify(report, null, 2));
+  }
   return passed === results.length ? 0 : 1;
 }
 
