@@ -9,6 +9,7 @@ import { Mailbox } from "./gmail/gmail-mailbox.js";
 import { gmailRoutes } from "./gmail/gmail-routes.js";
 import { ApiError, parseJsonBody, readBody, sendEmpty, sendJson } from "./http.js";
 import { OAuthServer, type AuthorizeOptions, type OAuthClientCredentials, type OAuthStats } from "./oauth.js";
+import { GOOGLE_AUTHORIZE_PATH, googleAuthorizeEndpoint } from "./oauth-authorize.js";
 import type { Route } from "./routes.js";
 import { METHOD_SCOPES, type GoogleEndpointId } from "./scopes.js";
 import type { calendar_v3 } from "@googleapis/calendar";
@@ -63,14 +64,16 @@ export interface GoogleEmulator {
   /** `http://127.0.0.1:<port>/`: the `rootUrl` for `@googleapis/gmail` and `@googleapis/calendar`. */
   readonly url: string;
   readonly port: number;
+  /** The OAuth authorization endpoint (`/o/oauth2/v2/auth`): a consent page, PKCE S256, loopback redirects. */
+  readonly authorizeUrl: string;
   /** The OAuth token endpoint (authorization_code and refresh_token grants). */
   readonly tokenUrl: string;
   /** The OAuth revocation endpoint. */
   readonly revokeUrl: string;
   /** The OAuth client registered at start. */
   readonly client: OAuthClientCredentials;
-  /** Register another OAuth client. */
-  registerClient(credentials?: Partial<OAuthClientCredentials>): OAuthClientCredentials;
+  /** Register another OAuth client (`redirectUris`: loopback URIs, any port; default `http://127.0.0.1/callback`, `http://[::1]/callback`). */
+  registerClient(credentials?: Partial<OAuthClientCredentials> & { readonly redirectUris?: readonly string[] }): OAuthClientCredentials;
   /** The consent screen: a user grants `scopes`; exchange the returned code at `tokenUrl`. */
   authorize(options: AuthorizeOptions): { readonly code: string };
   /** Expire every access token now; refresh tokens stay valid. */
@@ -94,7 +97,8 @@ export interface GoogleEmulator {
 }
 
 /**
- * Start the Google emulator. It serves, on one port: `POST /token` and `POST /revoke` (OAuth),
+ * Start the Google emulator. It serves, on one port: `GET|POST /o/oauth2/v2/auth` (the consent
+ * page), `POST /token` and `POST /revoke` (OAuth),
  * Gmail v1 under `/gmail/v1/users/{userId}/…` and Calendar v3 under `/calendar/v3/…`, checking
  * every API call's bearer token (401 when unknown, expired or revoked) and scopes (403
  * `insufficientPermissions` when the token holds none of the scopes Google accepts for the method).
@@ -115,6 +119,7 @@ export async function startGoogleEmulator(options: StartGoogleEmulatorOptions = 
   const routes: Route[] = [...gmailRoutes(() => mailbox), ...calendarRoutes(() => calendars)];
   const faults = new FaultTable();
   const requests: EmulatorRequest[] = [];
+  const consent = googleAuthorizeEndpoint(oauth, clock);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -138,6 +143,7 @@ export async function startGoogleEmulator(options: StartGoogleEmulatorOptions = 
       return fail("unknown", error instanceof ApiError ? error : new ApiError(400, "badRequest", "Bad Request"));
     }
 
+    if (url.pathname === GOOGLE_AUTHORIZE_PATH) return record("oauth2.authorize", consent(verb, url, body, res));
     const oauthEndpoint: GoogleEndpointId | undefined =
       verb === "POST" && url.pathname === "/token" ? "oauth2.token" : verb === "POST" && url.pathname === "/revoke" ? "oauth2.revoke" : undefined;
     if (oauthEndpoint) {
@@ -303,6 +309,7 @@ export async function startGoogleEmulator(options: StartGoogleEmulatorOptions = 
   return {
     url,
     port,
+    authorizeUrl: `${url}${GOOGLE_AUTHORIZE_PATH.slice(1)}`,
     tokenUrl: `${url}token`,
     revokeUrl: `${url}revoke`,
     client: oauth.defaultClient,

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { DEFAULT_LOOPBACK_REDIRECTS, loopbackKey, verifierMatches } from "../oauth-consent.js";
 import { sendJson } from "./http.js";
 
 /** An OAuth client registered with the emulator. */
@@ -17,6 +18,8 @@ export interface AuthorizeOptions {
   readonly redirectUri?: string;
   /** Lifetime of access tokens issued under this grant; default 3600 seconds. */
   readonly accessTokenTtlSeconds?: number;
+  /** PKCE (RFC 7636, S256 only): the exchange must present the verifier whose SHA-256 this is. */
+  readonly codeChallenge?: string;
 }
 
 interface Grant {
@@ -36,6 +39,7 @@ interface AccessToken {
 interface PendingCode {
   readonly grant: Omit<Grant, "refreshToken" | "revoked" | "id">;
   readonly redirectUri: string | undefined;
+  readonly codeChallenge: string | undefined;
   readonly expiresAt: number;
 }
 
@@ -53,11 +57,14 @@ export interface OAuthStats {
   readonly revocations: number;
 }
 
-const CODE_TTL_MS = 10 * 60_000;
+/** How long a code may wait for its exchange (RFC 6749 §4.1.2: short; ten minutes at most). */
+export const CODE_TTL_MS = 60_000;
 
 /** @internal the emulator's OAuth authorization server. */
 export class OAuthServer {
   private readonly clients = new Map<string, string>();
+  /** Loopback redirect URIs registered per client, port left out (RFC 8252 §7.3: any port matches). */
+  private readonly redirects = new Map<string, readonly string[]>();
   private readonly codes = new Map<string, PendingCode>();
   private readonly refreshTokens = new Map<string, Grant>();
   private readonly accessTokens = new Map<string, AccessToken>();
@@ -73,11 +80,23 @@ export class OAuthServer {
     return { ...this.counters };
   }
 
-  registerClient(credentials?: Partial<OAuthClientCredentials>): OAuthClientCredentials {
+  /** `redirectUris`: loopback URIs (any port matches); default `http://127.0.0.1/callback` and `http://[::1]/callback`. */
+  registerClient(credentials?: Partial<OAuthClientCredentials> & { readonly redirectUris?: readonly string[] }): OAuthClientCredentials {
     const clientId = credentials?.clientId ?? `${randomBytes(6).toString("hex")}.apps.emulator.test`;
     const clientSecret = credentials?.clientSecret ?? `emu-secret-${randomBytes(18).toString("base64url")}`;
     this.clients.set(clientId, clientSecret);
+    this.redirects.set(clientId, (credentials?.redirectUris ?? DEFAULT_LOOPBACK_REDIRECTS).map(withoutPort));
     return { clientId, clientSecret };
+  }
+
+  hasClient(clientId: string): boolean {
+    return this.clients.has(clientId);
+  }
+
+  /** True when `uri` is a loopback http URI registered for the client, on any port. */
+  redirectAllowed(clientId: string, uri: string): boolean {
+    const key = loopbackKey(uri);
+    return key !== undefined && (this.redirects.get(clientId) ?? []).includes(key);
   }
 
   /** The consent screen: the user grants `scopes`; returns a one-time authorization code. */
@@ -88,6 +107,7 @@ export class OAuthServer {
     this.codes.set(code, {
       grant: { clientId, scopes: [...new Set(options.scopes)], ttlSeconds: options.accessTokenTtlSeconds ?? 3600 },
       redirectUri: options.redirectUri,
+      codeChallenge: options.codeChallenge,
       expiresAt: this.clock() + CODE_TTL_MS,
     });
     return { code };
@@ -131,6 +151,9 @@ export class OAuthServer {
       this.codes.delete(code); // one use, even when refused
       if (!pending || pending.expiresAt <= this.clock() || pending.grant.clientId !== client) return refuse(400, "invalid_grant", "Malformed auth code.");
       if (pending.redirectUri !== undefined && form.get("redirect_uri") !== pending.redirectUri) return refuse(400, "redirect_uri_mismatch", "Bad Request");
+      if (pending.codeChallenge !== undefined) {
+        if (!verifierMatches(form.get("code_verifier"), pending.codeChallenge)) return refuse(400, "invalid_grant", "Invalid code verifier.");
+      }
       const grant: Grant = { ...pending.grant, id: this.nextGrant++, refreshToken: `1//emu-${randomBytes(32).toString("base64url")}`, revoked: false };
       this.refreshTokens.set(grant.refreshToken, grant);
       const access = this.issue(grant);
@@ -177,4 +200,10 @@ export class OAuthServer {
     if (id === undefined || secret === undefined) return undefined;
     return this.clients.get(id) === secret ? id : undefined;
   }
+}
+
+function withoutPort(uri: string): string {
+  const key = loopbackKey(uri);
+  if (key === undefined) throw new Error(`redirect URI ${uri} is not a loopback http URI (http://127.0.0.1 or http://[::1])`);
+  return key;
 }

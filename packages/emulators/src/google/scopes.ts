@@ -56,7 +56,7 @@ export const METHOD_SCOPES = {
 export type GoogleMethodId = keyof typeof METHOD_SCOPES;
 
 /** Fault-injection targets: every API method, plus the OAuth token endpoint. */
-export type GoogleEndpointId = GoogleMethodId | "oauth2.token" | "oauth2.revoke";
+export type GoogleEndpointId = GoogleMethodId | "oauth2.authorize" | "oauth2.token" | "oauth2.revoke";
 
 /** Scopes under which Gmail refuses a search query or a full body (metadata-only access). */
 export const GMAIL_METADATA_SCOPE = `${G}gmail.metadata`;

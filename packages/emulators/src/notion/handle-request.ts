@@ -11,6 +11,7 @@ import { identifyCaller } from "./caller.js";
 import { normalizeId } from "./convert.js";
 import { invalid, NotionApiError, restricted } from "./errors.js";
 import { faultError, REFUSING_FAULTS, type FaultList, type NotionFault } from "./faults.js";
+import { notionAuthorizeEndpoint, NOTION_AUTHORIZE_PATH } from "./oauth-authorize.js";
 import { exchangeOAuthToken } from "./oauth-token.js";
 import type { NotionRoute } from "./routes/route.js";
 import type { NotionWorld } from "./world.js";
@@ -32,10 +33,13 @@ export interface RequestHandlerOptions {
   readonly faults: FaultList;
   readonly requests: NotionRequestRecord[];
   readonly latencyMs: () => number;
+  /** Milliseconds since the epoch, for the lifetime of authorization codes; default `Date.now`. */
+  readonly clock?: () => number;
 }
 
 export function createRequestHandler(options: RequestHandlerOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const { world, routes, faults, requests } = options;
+  const consent = notionAuthorizeEndpoint(world, options.clock ?? Date.now);
   return async (req, res) => {
     const method = (req.method ?? "GET").toUpperCase();
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -55,10 +59,14 @@ export function createRequestHandler(options: RequestHandlerOptions): (req: Inco
       record("dropped");
       return; // the client gave up: nothing happens
     }
+    if (path === NOTION_AUTHORIZE_PATH) {
+      record(consent(method, url, Buffer.from(raw, "utf8"), res));
+      return;
+    }
     try {
       const body = parseBody(raw);
       if (method === "POST" && path === "/oauth/token") {
-        const answer = exchangeOAuthToken(world, req.headers.authorization, body);
+        const answer = exchangeOAuthToken(world, req.headers.authorization, body, (options.clock ?? Date.now)());
         return send(answer.status, answer.body);
       }
       const caller = identifyCaller(req.headers, world);

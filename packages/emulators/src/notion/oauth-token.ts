@@ -4,18 +4,32 @@
  */
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { OauthTokenResponse } from "@notionhq/client";
+import { verifierMatches } from "../oauth-consent.js";
 import type { NotionWorld } from "./world.js";
 
-/** A one-time authorization code for an OAuth integration. */
-export function issueAuthorizationCode(world: NotionWorld, integrationId: string, redirectUri: string | undefined): string {
+/** How long a code from the consent page may wait for its exchange. */
+const CODE_TTL_MS = 60_000;
+
+/** A one-time authorization code for an OAuth integration; from the consent page, bound to a PKCE challenge and short-lived. */
+export function issueAuthorizationCode(
+  world: NotionWorld,
+  integrationId: string,
+  redirectUri: string | undefined,
+  consent?: { readonly codeChallenge: string; readonly now: number },
+): string {
   if (!world.integrations.get(integrationId)?.oauth) throw new Error(`integration ${integrationId} has no OAuth client`);
   const code = `code_${randomBytes(12).toString("hex")}`;
-  world.codes.set(code, { integrationId, redirectUri });
+  world.codes.set(code, { integrationId, redirectUri, ...(consent ? { codeChallenge: consent.codeChallenge, expiresAt: consent.now + CODE_TTL_MS } : {}) });
   return code;
 }
 
 /** Answer `POST /v1/oauth/token`: the client authenticates with Basic, the grant names the integration. */
-export function exchangeOAuthToken(world: NotionWorld, authorization: string | undefined, body: Record<string, unknown>): { status: number; body: object } {
+export function exchangeOAuthToken(
+  world: NotionWorld,
+  authorization: string | undefined,
+  body: Record<string, unknown>,
+  now: number = Date.now(),
+): { status: number; body: object } {
   const basic = /^Basic\s+(.+)$/i.exec(authorization ?? "");
   const decoded = basic ? Buffer.from(basic[1]!, "base64").toString("utf8") : "";
   const colon = decoded.indexOf(":");
@@ -28,10 +42,15 @@ export function exchangeOAuthToken(world: NotionWorld, authorization: string | u
   let integrationId: string | undefined;
   if (body["grant_type"] === "authorization_code") {
     const code = typeof body["code"] === "string" ? world.codes.get(body["code"]) : undefined;
+    if (code) world.codes.delete(body["code"] as string); // one use, even when refused
     if (code && code.redirectUri !== undefined && code.redirectUri !== body["redirect_uri"]) {
       return { status: 400, body: { error: "invalid_grant", error_description: "redirect_uri does not match." } };
     }
-    if (code) world.codes.delete(body["code"] as string);
+    const verifier = typeof body["code_verifier"] === "string" ? body["code_verifier"] : undefined;
+    const expired = code?.expiresAt !== undefined && code.expiresAt <= now;
+    if (expired || (code?.codeChallenge !== undefined && !verifierMatches(verifier, code.codeChallenge))) {
+      return { status: 400, body: { error: "invalid_grant", error_description: "The grant is invalid or expired." } };
+    }
     integrationId = code?.integrationId;
   } else if (body["grant_type"] === "refresh_token") {
     const refresh = typeof body["refresh_token"] === "string" ? body["refresh_token"] : "";

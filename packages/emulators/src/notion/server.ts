@@ -30,6 +30,8 @@ export interface NotionEmulatorOptions {
 export interface NotionEmulator {
   /** `http://127.0.0.1:<port>`: pass as `baseUrl` to `new Client({ auth, baseUrl })`. */
   readonly url: string;
+  /** The OAuth consent page (`/v1/oauth/authorize`): PKCE S256, loopback redirects, Allow or Deny. */
+  readonly authorizeUrl: string;
   readonly port: number;
   /** The state, in the client's own response shapes. */
   readonly world: NotionWorld;
@@ -73,7 +75,7 @@ export async function startNotionEmulator(options: NotionEmulatorOptions = {}): 
   for (const database of options.seed?.databases ?? []) world.seedDatabase(database);
   for (const page of options.seed?.pages ?? []) world.seedPage(page);
 
-  const handle = createRequestHandler({ world, routes: notionRoutes(world), faults, requests, latencyMs: () => latencyMs });
+  const handle = createRequestHandler({ world, routes: notionRoutes(world), faults, requests, latencyMs: () => latencyMs, clock: options.clock ?? Date.now });
   let inFlight = 0;
   const server = createServer((req, res) => {
     inFlight++;
@@ -93,6 +95,7 @@ export async function startNotionEmulator(options: NotionEmulatorOptions = {}): 
 
   return {
     url: `http://127.0.0.1:${port}`,
+    authorizeUrl: `http://127.0.0.1:${port}/v1/oauth/authorize`,
     port,
     world,
     requests,

@@ -17,8 +17,11 @@ export interface IntegrationSeed {
   readonly capabilities?: readonly NotionCapability[];
   /** An internal integration's secret (`ntn_…`), accepted as a bearer token. */
   readonly token?: string;
-  /** A public integration's OAuth client, for `POST /v1/oauth/token`. */
-  readonly oauth?: { readonly clientId: string; readonly clientSecret: string };
+  /**
+   * A public integration's OAuth client, for `/v1/oauth/authorize` and `POST /v1/oauth/token`;
+   * `redirectUris`: loopback URIs, any port (default `http://127.0.0.1/callback`, `http://[::1]/callback`).
+   */
+  readonly oauth?: { readonly clientId: string; readonly clientSecret: string; readonly redirectUris?: readonly string[] };
 }
 
 export interface NotionIntegration {
@@ -26,7 +29,7 @@ export interface NotionIntegration {
   readonly name: string;
   readonly botId: string;
   readonly capabilities: Set<NotionCapability>;
-  readonly oauth: { readonly clientId: string; readonly clientSecret: string } | undefined;
+  readonly oauth: { readonly clientId: string; readonly clientSecret: string; readonly redirectUris?: readonly string[] } | undefined;
 }
 
 /** Where a seeded page lives. */

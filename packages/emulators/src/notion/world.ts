@@ -32,7 +32,7 @@ export class NotionWorld {
   readonly dataSources = new Map<string, StoredDataSource>();
   readonly comments: CommentObjectResponse[] = [];
   readonly tokens = new Map<string, TokenRecord>();
-  readonly codes = new Map<string, { integrationId: string; redirectUri: string | undefined }>();
+  readonly codes = new Map<string, { integrationId: string; redirectUri: string | undefined; codeChallenge?: string; expiresAt?: number }>();
   readonly refreshTokens = new Map<string, string>();
   readonly workspaceId = newId();
   readonly workspaceName = "Emulated workspace";
