@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { CliFailure, EXIT, type Io } from "../output.js";
-import { pythonTemplate, typescriptTemplate } from "../templates/tool-process.js";
+import { pythonTemplate, pythonTestCommand, typescriptTemplate } from "../templates/tool-process.js";
 
 /**
  * Scaffold a tool process with its conformance test. Refuses a non-empty directory unless `force`;
@@ -32,9 +32,13 @@ export async function toolInit(dir: string, options: { lang: string; force?: boo
     await writeFile(full, content, { mode: path.endsWith(".py") ? 0o755 : 0o644 });
     io.out(`wrote ${join(dir, path)}`);
   }
-  io.out(`next: cd ${dir} && ${options.lang === "python" ? "toolgate tool test -- python3 tool.py" : "npm install && npm test"}`);
+  // The line is run verbatim: the directory is quoted for the shell when it needs to be.
+  io.out(`next: cd ${shellWord(dir)} && ${options.lang === "python" ? pythonTestCommand("") : "npm install && npm test"}`);
   return EXIT.ok;
 }
+
+/** `word` as one POSIX shell word: as it is when plain, else single-quoted. */
+const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`);
 
 /** Drive a tool process through the protocol checks: `toolgate tool test [flags] -- <command> [args]`. */
 export async function toolTest(argv: readonly string[], io: Io): Promise<number> {

@@ -1,3 +1,30 @@
+import { readFileSync } from "node:fs";
+
+/** This CLI's own package.json: src/templates/ and dist/templates/ both sit two levels below it. */
+const cliPackage = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+  name: string;
+  version: string;
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+};
+
+/**
+ * The versions a scaffold pins: the release of this CLI and of what it was published with, so that a
+ * scaffold installs exactly the packages that wrote it (never a newer CLI whose checks it was not written for).
+ */
+export const scaffoldVersions = {
+  cli: `${cliPackage.name}@${cliPackage.version}`,
+  dependencies: { "@toolgate/process": cliPackage.dependencies["@toolgate/process"] ?? cliPackage.version, zod: cliPackage.dependencies["zod"] ?? "4" },
+  devDependencies: { [cliPackage.name]: cliPackage.version, typescript: cliPackage.peerDependencies["typescript"] ?? "5", "@types/node": "20.19.43" },
+};
+
+/**
+ * The conformance command a Python tool's author runs. Through npx with the package named (never a bare
+ * `npx toolgate`, which would fetch whatever unrelated package owns that name), it works wherever the CLI is
+ * installed locally and otherwise fetches this same release.
+ */
+export const pythonTestCommand = (args: string): string => `npx -p ${scaffoldVersions.cli} toolgate tool test ${args}-- python3 tool.py`;
+
 /** Files of a new Python tool process (standard library only) and its conformance test. */
 export function pythonTemplate(name: string): Record<string, string> {
   return {
@@ -113,7 +140,7 @@ A tool process for Toolgate, in Python with the standard library only.
 
 Check it against the protocol:
 
-    toolgate tool test --input echo='{"text":"hi"}' -- python3 tool.py
+    ${pythonTestCommand(`--input echo='{"text":"hi"}' `)}
 
 Run it under the host with \`startToolProcess({ name: "${name}", command: "python3", args: ["tool.py"] })\`.
 `,
@@ -132,8 +159,8 @@ export function typescriptTemplate(name: string): Record<string, string> {
           build: "tsc -p tsconfig.json",
           test: `npm run build && toolgate tool test --input echo='{"text":"hi"}' -- node dist/tool.js`,
         },
-        dependencies: { "@toolgate/process": "0.1.0", zod: "4.6.7" },
-        devDependencies: { "@toolgate/cli": "0.1.0", typescript: "5.9.3", "@types/node": "20.19.43" },
+        dependencies: scaffoldVersions.dependencies,
+        devDependencies: scaffoldVersions.devDependencies,
       },
       null,
       2,
