@@ -17,6 +17,8 @@ function world() {
   const effects: { key: string; kind: string }[] = [];
   const seenKeys = new Set<string>();
   let hang = true;
+  // A dropped connection: the provider applied the effect, the caller never heard back.
+  let drop = 0;
   const apply = (key: string, kind: string) => {
     if (kind === "charge" || !seenKeys.has(key)) effects.push({ key, kind });
     seenKeys.add(key);
@@ -24,6 +26,7 @@ function world() {
   const body = (kind: string) => (_input: unknown, ctx: { idempotencyKey: string }) => {
     if (hang) return new Promise<never>(() => undefined);
     apply(ctx.idempotencyKey, kind);
+    if (drop > 0 && drop--) throw new Error("connection reset by peer");
     return { ok: true };
   };
   const isolation = { network: "none", filesystem: "none", secrets: "none", subprocess: "none" } as const;
@@ -75,7 +78,7 @@ function world() {
   const journal = createMemoryJournal({ auditKey: "recovery-key" });
   const gate = createGate({ registry, journal });
   const call = { principal: "agent", tenant: "t", profile: defineProfile({ name: "all", allow: ["ledger:write", "ledger:read"], maxRisk: "low" }) };
-  return { gate, journal, call, effects, crashNext: (v: boolean) => (hang = v) };
+  return { gate, journal, call, effects, crashNext: (v: boolean) => (hang = v), dropNext: (n: number) => (drop = n) };
 }
 
 describe("recoverOutbox", () => {
@@ -141,6 +144,82 @@ describe("recoverOutbox", () => {
     const report = await recoverOutbox(w.journal, { olderThanMs: 0 });
     expect(report).toMatchObject({ skipped: 1, unknown: 1, replayed: 0 });
     expect(w.effects).toEqual([]);
+  });
+});
+
+/** A few milliseconds: recovery's cutoff (now, with olderThanMs 0) is then past what was just settled. */
+const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+/** The world's one outbox entry. */
+async function only(w: ReturnType<typeof world>) {
+  const entries = await w.journal.listOutbox();
+  expect(entries).toHaveLength(1);
+  return entries[0]!;
+}
+
+describe("recoverOutbox with unknown entries", () => {
+  it("retries an idempotent write that ended unknown with its own key under a lease; the provider applies it once", async () => {
+    const w = world();
+    w.crashNext(false);
+    w.dropNext(1);
+    const first = await w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" });
+    expect(first).toMatchObject({ status: "error", boundary: "effect_state_unknown" });
+    expect(await only(w)).toMatchObject({ state: "unknown" });
+    await tick();
+    const report = await recoverOutbox(w.gate, { olderThanMs: 0, claimant: "r1" });
+    expect(report).toMatchObject({ claimed: 1, replayed: 1, unknown: 0 });
+    expect(report.entries).toMatchObject([{ toolId: "ledger.upsert_entry", action: "replayed" }]);
+    expect(await only(w)).toMatchObject({ state: "completed", attempts: 2 });
+    expect(w.effects).toEqual([{ key: (await only(w)).key, kind: "upsert" }]);
+    const claimed = (await w.journal.readAudit()).filter((e) => e.type === "outbox.claimed");
+    expect(claimed.map((e) => [e.data["key"], e.data["claimant"], e.data["state"]])).toEqual([[(await only(w)).key, "r1", "unknown"]]);
+    expect(await w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" })).toMatchObject({ status: "ok", replayed: true });
+    expect(verifyAuditChain(await w.journal.readAudit(), { key: "recovery-key" }).ok).toBe(true);
+  });
+
+  it("leaves a non-idempotent write that ended unknown for an operator: never claimed, never run again", async () => {
+    const w = world();
+    w.crashNext(false);
+    w.dropNext(1);
+    expect(await w.gate.invoke("ledger.charge_card", { n: 1 }, { ...w.call, idempotencyKey: "c1" })).toMatchObject({ boundary: "effect_state_unknown" });
+    const head = await w.journal.head();
+    await tick();
+    expect(await recoverOutbox(w.gate, { olderThanMs: 0 })).toMatchObject({ claimed: 0, replayed: 0 });
+    expect(await w.journal.head()).toEqual(head);
+    expect(await only(w)).toMatchObject({ state: "unknown", attempts: 1 });
+    expect(w.effects).toEqual([{ key: (await only(w)).key, kind: "charge" }]);
+  });
+
+  it("a caller's retry while recovery holds the entry is told it is in flight, not run beside the replay", async () => {
+    const w = world();
+    w.crashNext(false);
+    w.dropNext(1);
+    await w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" });
+    w.crashNext(true);
+    await tick();
+    const recovering = recoverOutbox(w.gate, { olderThanMs: 0, signal: AbortSignal.timeout(200) });
+    await new Promise((r) => setTimeout(r, 20));
+    const retry = await w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1", signal: AbortSignal.timeout(100) });
+    expect(retry).toMatchObject({ status: "denied", code: "idempotency_in_flight" });
+    expect(await only(w)).toMatchObject({ state: "pending", boundary: "effect_state_unknown", attempts: 2 });
+    void recovering;
+  });
+
+  it("retries a write that keeps ending unknown three times, then leaves it for an operator (one run retries it once)", async () => {
+    const w = world();
+    w.crashNext(false);
+    w.dropNext(10);
+    await w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" });
+    const runs = [];
+    for (let i = 0; i < 4; i++) runs.push(await tick().then(() => recoverOutbox(w.gate, { olderThanMs: 0 })));
+    expect(runs.map((r) => [r.claimed, r.unknown])).toEqual([
+      [1, 1],
+      [1, 1],
+      [1, 1],
+      [0, 0],
+    ]);
+    expect(await only(w)).toMatchObject({ state: "unknown", attempts: 4 });
+    expect(w.effects).toEqual([{ key: (await only(w)).key, kind: "upsert" }]);
   });
 });
 

@@ -56,6 +56,11 @@ export interface RecoveryReport {
  * (`resolveOutboxEntry`). Interrupted reads are marked failed. Claims are compare-and-set, so two
  * recovery workers never take the same entry.
  *
+ * An idempotent write that ended `unknown` (its connection dropped, it timed out) is claimed like
+ * a pending one and replayed with its key too, while its recorded input is whole and it has had
+ * fewer than four attempts in all; one run retries it at most once (the cutoff is the run's start).
+ * Other unknown entries are never claimed: they wait for an operator.
+ *
  * With a bare journal (no gate), nothing can be replayed: idempotent entries are left pending and
  * reported as `skipped`.
  */
@@ -74,14 +79,16 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
   const skippedKeys = new Set<string>();
   const tamperedKeys = new Set<string>();
 
+  // Fixed at the start: an entry this run settled is not taken again by it.
+  const updatedBefore = new Date(clock() - olderThanMs).toISOString();
   for (;;) {
     if (options.signal?.aborted) break;
     const now = clock();
     const tampered: RecoveredEntry[] = [];
     const batch = (
       await journal.claimOutbox({
-        states: ["pending"],
-        updatedBefore: new Date(now - olderThanMs).toISOString(),
+        states: ["pending", "unknown"],
+        updatedBefore,
         limit: batchSize,
         claimant,
         at: new Date(now).toISOString(),

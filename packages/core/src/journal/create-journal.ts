@@ -3,6 +3,7 @@ import { ToolError } from "../errors.js";
 import { sealLink, unsealAuditEvent, type AuditKey } from "./audit-chain.js";
 import type { JournalDriver, JournalTransaction, StoredRow, TransactionReads } from "./driver.js";
 import {
+  claimedEntry,
   claimedEvent,
   consumedEvent,
   decidedEvent,
@@ -21,7 +22,7 @@ import { recordIndex, UNANSWERED } from "./record-index.js";
 import { ownEntries, ownLinks } from "./own-seals.js";
 import { isSideEffectful } from "../manifest.js";
 import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
-import { openEntry, openRecord, openRequest, sealEntry, sealRecord, sealRequest, subjectOf, tampered } from "./sealed-rows.js";
+import { claimableEntry, openEntry, openRecord, openRequest, sealEntry, sealRecord, sealRequest, subjectOf, tampered } from "./sealed-rows.js";
 import {
   RECORD_KIND,
   type ApprovalDecision,
@@ -210,22 +211,21 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
       const claimed = await write({ claim }, (tx) => {
         const out: OutboxEntry[] = [];
         for (const row of tx.claimable(claim)) {
-          let entry: OutboxEntry;
+          let entry: OutboxEntry | undefined;
           try {
-            entry = openEntry(auditKey, row)!;
-            // The state and time columns a claim selects by are not sealed: the sealed row must agree.
-            if (!claim.states.includes(entry.state) || !(Date.parse(entry.updatedAt) < updatedBeforeMs)) {
-              throw tampered("entry", row.id, "index", `is claimable by its columns but not by its sealed state (${entry.state}, ${entry.updatedAt})`);
-            }
+            entry = claimableEntry(auditKey, row, claim);
           } catch (error) {
             if (!ToolError.is(error, "journal_tampered")) throw error;
             // Never replayed, never resealed: recorded, and moved out of every later claim's reach.
             found.push({ key: row.id, problem: error.message });
-            tx.putEntry({ key: row.id, state: "unknown", updatedMs: Number.MAX_VALUE, text: row.text! });
             append(tx, { type: "journal.tampered", at: opts.at, data: { kind: "entry", key: row.id, problem: error.message, claimant: opts.claimant } });
+          }
+          // Tampered, or unknown and not to be retried (the column was edited or written by older code): out of reach, the row as found.
+          if (entry === undefined) {
+            tx.putEntry({ key: row.id, state: "unknown", updatedMs: Number.MAX_VALUE, text: row.text! });
             continue;
           }
-          const next: OutboxEntry = { ...entry, attempts: entry.attempts + 1, updatedAt: opts.leaseUntil ?? opts.at };
+          const next = claimedEntry(entry, opts.leaseUntil ?? opts.at);
           putEntry(tx, next, claimedEvent(entry, opts.claimant, next.attempts, opts.at));
           out.push(next);
         }

@@ -81,6 +81,15 @@ export function claimedEvent(entry: OutboxEntry, claimant: string, attempt: numb
   };
 }
 
+/**
+ * An entry a recovery worker claimed, held until `leaseUntil`. An unknown one is claimed like a
+ * pending one: pending again (a caller's retry is told it is in flight), its effect still maybe taken.
+ */
+export function claimedEntry(entry: OutboxEntry, leaseUntil: string): OutboxEntry {
+  const { error: _e, ...rest } = entry;
+  return { ...(entry.state === "unknown" ? { ...rest, state: "pending" } : entry), attempts: entry.attempts + 1, updatedAt: leaseUntil };
+}
+
 export function decidedEvent(request: ApprovalRequest, decided: ApprovalRequest, decision: ApprovalDecision): AuditEventInput {
   return {
     type: decision.kind === "grant" ? "approval.granted" : "approval.denied",

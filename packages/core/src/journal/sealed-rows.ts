@@ -1,8 +1,9 @@
 import { hashCanonical } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import { equalHex, macText, type AuditKey } from "./audit-chain.js";
-import type { RowEvent, StoredEntry, StoredRecord, StoredRequest, StoredRow } from "./driver.js";
+import type { OutboxClaim, RowEvent, StoredEntry, StoredRecord, StoredRequest, StoredRow } from "./driver.js";
 import { decodeEntry, decodeRequest } from "./records.js";
+import { isSideEffectful } from "../manifest.js";
 import type { ApprovalRequest, OutboxEntry } from "./types.js";
 
 /**
@@ -49,8 +50,26 @@ export function sealEntry(key: AuditKey, entry: OutboxEntry, event: RowEvent, ke
     if (keepOutput && outputPruned !== true) body = `,"output":${JSON.stringify(output ?? null)}`;
   }
   const text = envelope(event, rowMac(key, "entry", entry.key, event, content), content, body);
-  return { key: entry.key, state: entry.state, updatedMs: Date.parse(entry.updatedAt), text };
+  return { key: entry.key, state: entry.state, updatedMs: claimableAfter(entry), text };
 }
+
+/** Attempts in all (the call's, a caller's retakes, recovery's claims) after which recovery no longer retries an unknown entry. */
+export const RECOVERY_ATTEMPTS = 4;
+
+/**
+ * Whether recovery may retry an entry whose effect state is unknown: with its own key, only an
+ * idempotent side effect whose recorded input is whole (nothing redacted), fewer than
+ * {@link RECOVERY_ATTEMPTS} times in all. Every other unknown entry waits for an operator.
+ */
+export const retriesUnknown = (entry: OutboxEntry): boolean =>
+  isSideEffectful(entry.effect) && entry.idempotent && !entry.inputRedacted && entry.attempts < RECOVERY_ATTEMPTS;
+
+/**
+ * An entry's time column (`updatedMs`), which claims select by: its `updatedAt`, except for an
+ * unknown entry recovery must not retry, which no claim's cutoff ever reaches.
+ */
+export const claimableAfter = (entry: OutboxEntry): number =>
+  entry.state === "unknown" && !retriesUnknown(entry) ? Number.MAX_VALUE : Date.parse(entry.updatedAt);
 
 export function sealRequest(key: AuditKey, request: ApprovalRequest, event: RowEvent): StoredRequest {
   const content = JSON.stringify(request);
@@ -166,4 +185,18 @@ function decodeRecord(kind: string) {
 /** Verify a record and return what it seals; undefined when there is no row and no event. */
 export function openRecord(key: AuditKey, kind: string, row: StoredRow, latest = row.latest): { readonly id: string; readonly value: unknown } | undefined {
   return openDecoded(key, `record:${kind}`, row, latest, decodeRecord(kind), (r) => r.id)?.value;
+}
+
+/**
+ * A row a claim selected by its columns, opened: the entry to claim, or undefined for an unknown
+ * entry recovery must not retry (its time column edited, or written before that was its rule).
+ * Throws `journal_tampered` when the row fails its seal or its sealed state and time disagree
+ * with the columns (which are not sealed).
+ */
+export function claimableEntry(key: AuditKey, row: StoredRow, claim: OutboxClaim): OutboxEntry | undefined {
+  const entry = openEntry(key, row)!;
+  if (!claim.states.includes(entry.state) || !(Date.parse(entry.updatedAt) < claim.updatedBeforeMs)) {
+    throw tampered("entry", row.id, "index", `is claimable by its columns but not by its sealed state (${entry.state}, ${entry.updatedAt})`);
+  }
+  return entry.state === "unknown" && !retriesUnknown(entry) ? undefined : entry;
 }

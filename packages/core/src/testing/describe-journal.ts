@@ -4,7 +4,7 @@ import { ToolError } from "../errors.js";
 import { verifyAuditChain, type AuditKey } from "../journal/audit-chain.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import type { Journal } from "../journal/types.js";
-import { at, checkFor, grantBy, sampleIntent, sampleRequest, settleFailed, withJournalFrom } from "./journal-samples.js";
+import { at, checkFor, grantBy, sampleIntent, sampleRequest, settleFailed, settleUnknown, withJournalFrom } from "./journal-samples.js";
 import { itWritesWhatTheMemoryJournalWrites } from "./journal-same-as-memory.js";
 import { itKeepsRecords } from "./describe-records.js";
 import { itDecidesApprovals } from "./describe-approvals.js";
@@ -154,6 +154,44 @@ export function describeJournal(name: string, open: () => Promise<JournalUnderTe
         expect(leased.find((e) => e.key === "leased")?.updatedAt).toBe(at(500_000));
         const later = await journal.claimOutbox({ states: ["pending"], updatedBefore: at(400_000), limit: 10, claimant: "w5", at: at(400_000) });
         expect(later.map((e) => e.key)).not.toContain("leased");
+      }),
+    );
+
+    it(
+      "claims an unknown entry only while recovery may retry it: idempotent, its input whole, fewer than four attempts",
+      withJournal(async ({ journal, auditKey, reopen }) => {
+        const retry = sampleIntent("retry", { idempotent: true });
+        const charge = sampleIntent("charge");
+        const redacted = sampleIntent("redacted", { idempotent: true, inputRedacted: true });
+        // Listed first: with a limit of one, an unknown entry no claim may take must not use up the claim.
+        for (const intent of [charge, redacted, retry]) {
+          await journal.beginIntent(intent);
+          await settleUnknown(journal, intent);
+        }
+        const before = await journal.head();
+        const claim = (j: Journal, claimant: string) =>
+          j.claimOutbox({ states: ["pending", "unknown"], updatedBefore: at(30_000), limit: 1, claimant, at: at(60_000), leaseUntil: at(120_000) });
+        const other = reopen ? await reopen() : journal;
+        const claims = (await Promise.all([claim(journal, "w1"), claim(other, "w2")])).flat();
+        if (other !== journal) await other.close();
+        // Claimed like a pending one: pending again under a lease, its effect still maybe taken.
+        expect(claims.map((e) => [e.key, e.state, e.boundary, e.attempts, e.updatedAt, e.error])).toEqual([
+          ["retry", "pending", "effect_state_unknown", 2, at(120_000), undefined],
+        ]);
+        expect(await journal.getIntent("retry")).toMatchObject({ state: "pending", attempts: 2 });
+        const events = await journal.readAudit({ afterSeq: before.seq });
+        expect(events.map((e) => [e.type, e.data["key"], e.data["state"]])).toEqual([["outbox.claimed", "retry", "unknown"]]);
+        // The others stay for an operator, untouched.
+        for (const key of ["charge", "redacted"]) expect(await journal.getIntent(key)).toMatchObject({ state: "unknown", attempts: 1 });
+        // Retried while it has had fewer than four attempts in all; then it too is left for an operator.
+        for (const attempts of [3, 4]) {
+          await settleUnknown(journal, retry);
+          expect((await claim(journal, "w3")).map((e) => [e.key, e.attempts])).toEqual([["retry", attempts]]);
+        }
+        await settleUnknown(journal, retry);
+        expect(await claim(journal, "w4")).toEqual([]);
+        expect(await journal.getIntent("retry")).toMatchObject({ state: "unknown", attempts: 4 });
+        expect(verifyAuditChain(await journal.readAudit(), { key: auditKey }).ok).toBe(true);
       }),
     );
 

@@ -10,7 +10,7 @@ import type { Journal } from "../journal/types.js";
 import type { JournalUnderTest } from "./describe-journal.js";
 import { itRefusesTamperedRecords } from "./describe-records.js";
 import { itRefusesTamperedLimits } from "./describe-limits.js";
-import { at, checkFor, sampleIntent, sampleRequest, withJournalFrom } from "./journal-samples.js";
+import { at, checkFor, sampleIntent, sampleRequest, settleUnknown, withJournalFrom } from "./journal-samples.js";
 
 /**
  * The store's tables as an attacker with write access to them sees them: rows read and written as
@@ -165,6 +165,39 @@ export function describeJournalTampering(name: string, open: () => Promise<Tampe
         expect(events).toHaveLength(1);
         expect(events[0]!.data).toMatchObject({ kind: "entry", key: "k1" });
         await expect(journal.getIntent("k1")).rejects.toSatisfy(tamperedWith());
+      }),
+    );
+
+    it(
+      "never lets recovery claim an unknown entry it must not retry, whatever its time column says (edited, or written by older code)",
+      withJournal(async ({ journal, raw }) => {
+        const charge = sampleIntent("k1");
+        const flipped = sampleIntent("k2");
+        for (const intent of [charge, flipped]) {
+          await journal.beginIntent(intent);
+          await settleUnknown(journal, intent);
+        }
+        await raw.putEntry({ key: "k1", state: "unknown", updatedMs: Date.parse(at(1)), text: (await raw.entry("k1"))! });
+        const text = edited((await raw.entry("k2"))!, (row) => void (row["idempotent"] = true));
+        await raw.putEntry({ key: "k2", state: "unknown", updatedMs: Date.parse(at(1)), text });
+        const before = await journal.head();
+        const found: string[] = [];
+        const claim = () =>
+          journal.claimOutbox({
+            states: ["unknown"],
+            updatedBefore: at(10_000),
+            limit: 10,
+            claimant: "w1",
+            at: at(20_000),
+            onTampered: (key) => found.push(key),
+          });
+        expect(await claim()).toEqual([]);
+        expect(found).toEqual(["k2"]);
+        // The one it must not retry is moved out of reach quietly: no event, its row as sealed.
+        expect((await journal.readAudit({ afterSeq: before.seq })).map((e) => [e.type, e.data["key"]])).toEqual([["journal.tampered", "k2"]]);
+        expect(await journal.getIntent("k1")).toMatchObject({ state: "unknown", attempts: 1 });
+        expect(await claim()).toEqual([]);
+        expect(found).toEqual(["k2"]);
       }),
     );
 

@@ -1,5 +1,6 @@
 /** The records every journal conformance test starts from: intents, approval requests, grant checks. */
 import { hashCanonical, sha256Hex } from "../canonical-json.js";
+import type { ToolErrorCode } from "../errors.js";
 import type { ApprovalDecision, ApprovalRequestInput, GrantCheck, IntentInput, Journal, JournalReceipt } from "../journal/types.js";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
@@ -43,16 +44,23 @@ export function sampleRequest(id: string, overrides: Partial<ApprovalRequestInpu
   };
 }
 
+const settleAs =
+  (state: "failed" | "unknown", boundary: "effect_not_started" | "effect_state_unknown", code: ToolErrorCode, message: string) =>
+  (journal: Journal, intent: IntentInput): Promise<JournalReceipt> =>
+    journal.settleIntent(intent.key, {
+      state,
+      boundary,
+      intentHash: intent.intentHash,
+      invocationId: intent.invocationId,
+      at: at(1),
+      error: { code, message },
+    });
+
 /** Settle an intent as failed before its effect started (so it may be retaken). */
-export const settleFailed = (journal: Journal, intent: IntentInput): Promise<JournalReceipt> =>
-  journal.settleIntent(intent.key, {
-    state: "failed",
-    boundary: "effect_not_started",
-    intentHash: intent.intentHash,
-    invocationId: intent.invocationId,
-    at: at(1),
-    error: { code: "cancelled", message: "x" },
-  });
+export const settleFailed = settleAs("failed", "effect_not_started", "cancelled", "x");
+
+/** Settle an intent as unknown: its effect may have happened (a dropped connection, a timeout). */
+export const settleUnknown = settleAs("unknown", "effect_state_unknown", "effect_state_unknown", "the connection dropped");
 
 export const checkFor = (request: ApprovalRequestInput, token: string, overrides: Partial<GrantCheck["binding"]> = {}, when = at(1000)): GrantCheck => ({
   requestId: request.id,
