@@ -7,6 +7,7 @@ import { ToolError, type ConnectorRuntime, type Journal, type ToolFamily, type V
 import { type TokenVault, type VaultKeySource } from "@toolgate/core/connectors";
 import { jsonErrorLine, moduleErrorLine, syntaxFailure } from "./config-syntax.js";
 import { checkProfiles, configProfileSchema, type ConfigProfile } from "./config-profiles.js";
+import type { OAuthClientSetup } from "./commands/connect-setup.js";
 
 /** What a composition file may hand the CLI for one run. */
 export interface ComposeContext {
@@ -26,6 +27,8 @@ export interface Composition {
   readonly connectors?: ConnectorRuntime;
   readonly verifier?: Verifier;
   readonly workspace?: Workspace;
+  /** The OAuth clients `toolgate connections connect` signs in with (its secret is never printed). */
+  readonly oauthClients?: readonly OAuthClientSetup[];
   /** Called when the CLI is done (stop processes, emulators, pools). */
   readonly close?: () => Promise<void> | void;
 }
@@ -60,7 +63,7 @@ const keySourceSchema = z.union([z.object({ file: z.string() }), z.object({ env:
 const vaultSchema = z.object({ file: z.string().optional(), key: keySourceSchema }, { error: 'must be { "file"?: path, "key": … }' });
 
 /** A webhook URL: https, or http only to this machine (127.0.0.1, ::1, localhost); no credentials in it. */
-const webhookUrlSchema = z.string().refine(
+export const webhookUrlSchema = z.string().refine(
   (text) => {
     if (!URL.canParse(text)) return false;
     const url = new URL(text);

@@ -1,4 +1,4 @@
-import { Command, CommanderError, Option } from "commander";
+import { Argument, Command, CommanderError, Option } from "commander";
 import { approvalsApprove, approvalsDeny, approvalsList, approvalsShow } from "./commands/approvals.js";
 import { budgetsCommand } from "./commands/budgets.js";
 import { auditExport, auditHead, auditTail, auditVerify, parseExpectedHead, type AuditVerifyOptions } from "./commands/audit.js";
@@ -6,6 +6,7 @@ import { callCommand } from "./commands/call.js";
 import { consoleCommands } from "./commands/console.js";
 import { authorityCommands } from "./commands/authority-commands.js";
 import { connectionsAdd, connectionsRevoke, connectionsStatus } from "./commands/connections.js";
+import { connectionsConnect, type ConnectOptions } from "./commands/connect.js";
 import { docsCommand } from "./commands/docs.js";
 import { inventoryCommand } from "./commands/inventory.js";
 import { journalPrune } from "./commands/journal.js";
@@ -181,6 +182,18 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .option("--scopes <list>", "granted scopes, when the file does not say")
     .action(withRuntime((rt, opts: Parameters<typeof connectionsAdd>[1]) => connectionsAdd(rt, opts, io)));
   connections
+    .command("connect")
+    .description("connect an account in the browser: OAuth authorization code with PKCE through a loopback redirect; stores the tokens")
+    .addArgument(new Argument("<provider>", "google or notion").choices(["google", "notion"]))
+    .option("--id <id>", "connection id (default: the provider's name)")
+    .option("--scopes <list>", "scopes to ask for (default: those the composed tools need)")
+    .option("--tenant <id>", "serve only this tenant")
+    .option("--principal <id>", "serve only this principal")
+    .option("--default", "the provider's default connection")
+    .option("--no-browser", "print the address only; never open a browser")
+    .option("--timeout <seconds>", "how long to wait for the browser's answer", wholeNumber, 300)
+    .action(withRuntime((rt, provider: "google" | "notion", opts: ConnectOptions) => connectionsConnect(rt, provider, opts, io)));
+  connections
     .command("status")
     .argument("[id]", "one connection")
     .option("--json", "print JSON", false)
@@ -226,6 +239,7 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .option("--tenant <id>", "stdio: the tenant")
     .option("--client <name>", "stdio: a registered MCP client whose record gives profile, principal, tenant and elicitation")
     .option("--http <port>", "serve Streamable HTTP on 127.0.0.1 at this port (0: any); clients authenticate with toolgate mcp-clients tokens")
+    .option("--tools-poll-ms <ms>", "how often each session looks for a change in its tools and tells the client (default 5000; 0: never; 100 to 3600000)")
     .action(withRuntime((rt, opts: ServeMcpCliOptions) => serveMcp(rt, opts, io)));
   mcpClientsCommands(program, { withRuntime, io });
 

@@ -1,8 +1,16 @@
-import { addConnectionFromFile, connectionStatus, listConnections, removeConnection, type ConnectionStatus, type TokenVault } from "@toolgate/core/connectors";
+import {
+  addConnectionFromFile,
+  connectionStatus,
+  listConnections,
+  removeConnection,
+  type Connection,
+  type ConnectionStatus,
+  type TokenVault,
+} from "@toolgate/core/connectors";
 import { CliFailure, EXIT, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
-function vaultOf(runtime: Runtime): TokenVault {
+export function vaultOf(runtime: Runtime): TokenVault {
   if (!runtime.vault)
     throw new CliFailure(
       "this configuration names no token vault",
@@ -12,7 +20,24 @@ function vaultOf(runtime: Runtime): TokenVault {
   return runtime.vault;
 }
 
-const render = (rows: readonly ConnectionStatus[]): string =>
+/** Whom a connection serves, as `connections add` and `connections connect` take it. */
+export interface ConnectionOptions {
+  readonly id: string;
+  readonly provider: string;
+  readonly tenant?: string;
+  readonly principal?: string;
+  readonly default?: boolean;
+}
+
+export const connectionOf = (options: ConnectionOptions): Connection => ({
+  id: options.id,
+  provider: options.provider,
+  ...(options.tenant ? { tenant: options.tenant } : {}),
+  ...(options.principal ? { principal: options.principal } : {}),
+  ...(options.default ? { isDefault: true } : {}),
+});
+
+export const renderConnections = (rows: readonly ConnectionStatus[]): string =>
   table(
     ["connection", "provider", "serves", "state", "expires", "scopes"],
     rows.map((s) => [
@@ -25,24 +50,14 @@ const render = (rows: readonly ConnectionStatus[]): string =>
     ]),
   );
 
-export async function connectionsAdd(
-  runtime: Runtime,
-  options: { id: string; provider: string; file: string; tenant?: string; principal?: string; default?: boolean; scopes?: string },
-  io: Io,
-): Promise<number> {
+export async function connectionsAdd(runtime: Runtime, options: ConnectionOptions & { file: string; scopes?: string }, io: Io): Promise<number> {
   const status = await addConnectionFromFile({
     vault: vaultOf(runtime),
     file: options.file,
-    connection: {
-      id: options.id,
-      provider: options.provider,
-      ...(options.tenant ? { tenant: options.tenant } : {}),
-      ...(options.principal ? { principal: options.principal } : {}),
-      ...(options.default ? { isDefault: true } : {}),
-    },
+    connection: connectionOf(options),
     ...(options.scopes ? { scopes: options.scopes.split(/[ ,]+/).filter(Boolean) } : {}),
   });
-  io.out(render([status]));
+  io.out(renderConnections([status]));
   return EXIT.ok;
 }
 
@@ -50,7 +65,7 @@ export async function connectionsStatus(runtime: Runtime, id: string | undefined
   const vault = vaultOf(runtime);
   const rows = id ? [await connectionStatus(vault, id)] : await listConnections(vault);
   if (options.json) io.out(JSON.stringify(rows, null, 2));
-  else io.out(rows.length === 0 ? "no connections" : render(rows));
+  else io.out(rows.length === 0 ? "no connections" : renderConnections(rows));
   return rows.some((r) => r.state === "reauth_required") ? EXIT.failed : EXIT.ok;
 }
 
