@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { childEnv, DEFAULT_PASS_ENV } from "../host/spawn.js";
+import { childSecrets, stderrSummary } from "../host/stderr-tail.js";
 import { PROTOCOL_VERSION, type DeclaredTool, type ToolMessage, type ToolRegister } from "../protocol/messages.js";
 import { WireClient } from "./wire-client.js";
 
@@ -129,11 +130,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     const reg = (await client.next((m) => m.type === "ToolRegister", startMs)) as ToolRegister | undefined;
     const first = reg?.tools[0];
     if (!reg || !first) {
-      record(
-        "handshake",
-        false,
-        reg ? "ToolRegister declared no tools" : `no ToolRegister within ${startMs} ms${client.running ? "" : " (the process exited)"}`,
-      );
+      const why = reg
+        ? "ToolRegister declared no tools"
+        : client.running
+          ? `no ToolRegister within ${startMs} ms`
+          : "the process exited before its ToolRegister";
+      record("handshake", false, `${why}${await stderrNote(client, options.env)}`);
       for (const name of CONFORMANCE_CHECKS.slice(1)) record(name, false, "not run: no handshake");
       return summary(checks);
     }
@@ -209,6 +211,16 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     client.kill();
     await client.exited;
   }
+}
+
+/** The end of the child's stderr, redacted of the explicit environment's values, for a failed handshake: what the author needs to see. */
+async function stderrNote(client: WireClient, env: ConformanceOptions["env"]): Promise<string> {
+  // Whatever it wrote just before it failed is read first: wait (briefly) for its pipes to close.
+  if (client.running) client.kill();
+  await client.exited;
+  const tail = client.stderrTail();
+  const shown = stderrSummary(tail.text, childSecrets(env), tail.truncated);
+  return shown === "" ? "; its stderr was empty" : `; its stderr ends: ${shown}`;
 }
 
 function summary(checks: readonly ConformanceCheck[]): ConformanceReport {

@@ -3,6 +3,10 @@ import { encodeFrame, FrameDecoder } from "../protocol/codec.js";
 import { classifyToolMessage, type ToolMessage } from "../protocol/messages.js";
 
 const TERMINAL = new Set(["ToolResult", "ToolError", "RequiresEscalation"]);
+/** Bytes of the child's stderr kept (the end). */
+const STDERR_KEPT = 16 * 1024;
+/** After the child exits, how long its pipes may stay open (held by a process it left behind) before they are closed here. */
+const PIPES_AFTER_EXIT_MS = 250;
 
 /** A bare protocol peer for the conformance kit: sends any frame, records every violation it sees. */
 export class WireClient {
@@ -17,13 +21,27 @@ export class WireClient {
   private readonly cancelled = new Set<string>();
   private readonly wakers = new Set<() => void>();
   private hasExited = false;
-  private stderrBytes = 0;
+  private stderr = Buffer.alloc(0);
+  private stderrDropped = false;
 
   constructor(command: string, args: readonly string[], options: { cwd?: string | undefined; env: Record<string, string> }) {
     this.child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
     this.child.on("error", (error) => this.violations.push(`could not start: ${error.message}`));
     this.child.stdin.on("error", () => undefined);
-    this.child.stderr.on("data", (chunk: Buffer) => (this.stderrBytes += chunk.length));
+    this.child.stderr.on("data", (chunk: Buffer) => {
+      this.stderr = Buffer.concat([this.stderr, chunk]);
+      if (this.stderr.length > STDERR_KEPT) {
+        this.stderr = this.stderr.subarray(this.stderr.length - STDERR_KEPT);
+        this.stderrDropped = true;
+      }
+    });
+    // A process the child left behind (in a session of its own) may hold the pipes open for as long as it lives:
+    // once the child itself has exited, its pipes are closed here, so the run ends with the child, not with that process.
+    this.child.on("exit", () => {
+      setTimeout(() => {
+        for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) stream.destroy();
+      }, PIPES_AFTER_EXIT_MS).unref();
+    });
     this.child.stdout.on("data", (chunk: Buffer) => {
       let frames: unknown[];
       try {
@@ -47,6 +65,11 @@ export class WireClient {
 
   get running(): boolean {
     return !this.hasExited;
+  }
+
+  /** The end of what the child wrote to stderr (at most 16 KiB), and whether older output was dropped. */
+  stderrTail(): { readonly text: string; readonly truncated: boolean } {
+    return { text: this.stderr.toString("utf8"), truncated: this.stderrDropped };
   }
 
   send(message: Record<string, unknown>): void {

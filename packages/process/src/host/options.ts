@@ -1,4 +1,4 @@
-import type { ActionType, ApprovalPreview, ApprovalRule, DataClass, Effect, PreviewContext, RiskLevel, ToolFamily, Visibility } from "@toolgate/core";
+import type { ActionType, ApprovalPreview, ApprovalRule, DataClass, Effect, PreviewContext, Redactor, RiskLevel, ToolFamily, Visibility } from "@toolgate/core";
 import type { DeclaredTool } from "../protocol/messages.js";
 import type { ProcessNotification } from "./after-calls.js";
 import type { ScopeTokenMapping } from "./scopes.js";
@@ -99,6 +99,11 @@ export interface StartToolProcessOptions {
   readonly restart?: RestartPolicy;
   /** Bytes of stderr kept (the tail); default 64 KiB. Stderr is always drained. */
   readonly maxStderrBytes?: number;
+  /**
+   * Secrets to keep out of what the host quotes of the process (the end of its stderr when it fails
+   * to start): the gate's redactor, say. The values of `env` are always redacted from it.
+   */
+  readonly redactor?: Pick<Redactor, "redactText">;
   /** Default: warnings and errors to `console.warn`. */
   readonly onLog?: (event: ProcessLogEvent) => void;
   /**

@@ -13,6 +13,9 @@ import {
 import { EndedCalls, NotificationGate, type ProcessNotification } from "./after-calls.js";
 import { plainLine } from "./untrusted-text.js";
 
+/** After the child exits, how long its pipes may stay open (held by a process it left behind) before they are closed. */
+const PIPES_AFTER_EXIT_MS = 250;
+
 /** Tool text quoted in the host's own messages: plain, and withheld whole when long (see untrusted-text.ts). */
 const told = (text: string): string => plainLine(text, 1000, "the tool's text");
 
@@ -74,6 +77,7 @@ export class ProcessSession {
   private readonly notifications: NotificationGate;
   private stderr: Buffer[] = [];
   private stderrBytes = 0;
+  private stderrDropped = false;
   private registration: ToolRegister | undefined;
   private handshake: { resolve: (r: ToolRegister) => void; reject: (e: ToolError) => void } | undefined;
   private failure: ToolError | undefined;
@@ -109,6 +113,10 @@ export class ProcessSession {
     this.child.stderr.on("data", (chunk: Buffer) => this.onStderr(chunk));
     this.child.on("exit", (code, signal) => {
       this.exitDescription = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      // A process it left behind in a session of its own may hold the pipes open: closed here shortly after the exit.
+      setTimeout(() => {
+        for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) stream.destroy();
+      }, PIPES_AFTER_EXIT_MS).unref();
     });
     this.closed = new Promise<void>((resolve) => {
       this.child.on("close", (code, signal) => {
@@ -163,6 +171,11 @@ export class ProcessSession {
   /** The last bytes the process wrote to stderr (bounded; older output is dropped). */
   stderrTail(): string {
     return Buffer.concat(this.stderr).toString("utf8");
+  }
+
+  /** True when older stderr was dropped, so the tail starts mid-output. */
+  get stderrTruncated(): boolean {
+    return this.stderrDropped;
   }
 
   /** Send `ToolHello` and wait for exactly one `ToolRegister`, within the handshake timeout. */
@@ -268,6 +281,7 @@ export class ProcessSession {
     this.stderr.push(chunk);
     this.stderrBytes += chunk.length;
     while (this.stderrBytes > this.spec.maxStderrBytes && this.stderr.length > 0) {
+      this.stderrDropped = true;
       const head = this.stderr[0]!;
       const excess = this.stderrBytes - this.spec.maxStderrBytes;
       if (head.length <= excess) {
@@ -366,12 +380,8 @@ export class ProcessSession {
     this.failure ??= error;
     const reason = this.failure;
     if (this.handshake) {
-      const tail = this.stderrTail().trim().slice(-500);
-      this.handshake.reject(
-        this.registration
-          ? reason
-          : new ToolError(reason.code, `${reason.message} during the handshake${tail ? `; its stderr ends: ${tail}` : ""}`, { cause: reason }),
-      );
+      // Its stderr is quoted by whoever started it, once the pipes are closed (see `handshakeFailure`).
+      this.handshake.reject(this.registration ? reason : new ToolError(reason.code, `${reason.message} during the handshake`, { cause: reason }));
       this.handshake = undefined;
     }
     this.failPending(reason);

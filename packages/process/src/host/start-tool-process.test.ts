@@ -47,7 +47,7 @@ describe("startToolProcess refuses bad start-ups and leaves no child", () => {
     const tag = marker();
     const error = await refusal(() => startToolProcess({ name: "fx", command: NODE, args: [FAULT_TOOL, "exit-in-handshake", tag] }));
     expect(error.code).toBe("tool_process_dead");
-    expect(error.message).toMatch(/^tool process exited with code 7 during the handshake; its stderr ends: recv ToolHello\nfixture: refusing to start$/);
+    expect(error.message).toMatch(/^tool process exited with code 7 during the handshake; its stderr ends: recv ToolHello \| fixture: refusing to start$/);
     expect(await waitNoneWith(tag)).toEqual([]);
   });
 

@@ -4,6 +4,7 @@ import { buildFamily, warmRegistration } from "./manifests.js";
 import type { ProcessLogEvent, StartToolProcessOptions, ToolProcessHandle, ToolProcessState, ToolProcessStatus } from "./options.js";
 import { ProcessSession, type CallOutcome, type SessionSpec } from "./session.js";
 import { childEnv, DEFAULT_PASS_ENV, resolveSandbox, sandboxSeccomp, wrappedArgv } from "./spawn.js";
+import { childSecrets, stderrSummary } from "./stderr-tail.js";
 import { plainLine } from "./untrusted-text.js";
 
 /** The code of the process warning emitted when `sandbox: "auto"` finds no bubblewrap and there is no `onLog`. */
@@ -33,6 +34,13 @@ function progressOf(event: ToolEventBody): { message: string; data: Record<strin
     case "Log":
       return { message: plainLine(event.message, MAX_PROGRESS_CHARS, "log message"), data: { kind: "Log", level: plainLine(event.level, 32, "level") } };
   }
+}
+
+/** A start-up that failed before the process registered, with the end of its stderr (redacted, whole lines): what an author needs to see. */
+function handshakeFailure(error: unknown, session: ProcessSession, redact: (text: string) => string): unknown {
+  if (!ToolError.is(error) || !error.message.endsWith("during the handshake")) return error;
+  const tail = stderrSummary(session.stderrTail(), redact, session.stderrTruncated);
+  return new ToolError(error.code, `${error.message}${tail === "" ? "; its stderr was empty" : `; its stderr ends: ${tail}`}`, { cause: error });
 }
 
 /**
@@ -75,6 +83,7 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     else if (event.level === "warn" || event.level === "error") console.warn(`[toolgate process ${name}] ${event.message}`);
   };
   const sandbox = resolveSandbox(options.sandbox);
+  const redactStderr = childSecrets(options.env, options.redactor);
   const spec: SessionSpec = {
     argv: wrappedArgv(options.command, options.args ?? [], sandbox.option, options.cwd),
     env: childEnv(options.passEnv ?? DEFAULT_PASS_ENV, options.env ?? {}),
@@ -98,7 +107,7 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     } catch (error) {
       session.killNow();
       await session.closed;
-      throw error;
+      throw handshakeFailure(error, session, redactStderr);
     }
   };
 
