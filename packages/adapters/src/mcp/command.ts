@@ -1,6 +1,6 @@
 import { ToolError, type AnyToolManifest, type Gate, type Profile } from "@toolgate/core";
 import type { McpClient } from "@toolgate/core/operator";
-import { serveMcp, type McpServerHandle } from "./server.js";
+import { serveMcp, type McpServerHandle, type McpServerOptions } from "./server.js";
 
 /** What `toolgate serve-mcp` passes after building the gate from config. */
 export interface ServeMcpCommandOptions<TTool extends AnyToolManifest = AnyToolManifest> {
@@ -20,6 +20,10 @@ export interface ServeMcpCommandOptions<TTool extends AnyToolManifest = AnyToolM
   readonly httpPort?: number;
   /** Where status lines go; never stdout, which carries the protocol under stdio. Default stderr. */
   readonly log?: (line: string) => void;
+  /** How often (ms) each session looks for a change in its served tools; default 5000, 0 never (see `McpServerOptions.toolsPollMs`). */
+  readonly toolsPollMs?: number;
+  /** Imported MCP servers among the gate's families: their tools not approved now are not listed (see `McpServerOptions.imported`). */
+  readonly imported?: McpServerOptions["imported"];
   /** Stop on SIGINT and SIGTERM; default true. */
   readonly handleSignals?: boolean;
 }
@@ -35,6 +39,10 @@ export async function serveMcpCommand<TTool extends AnyToolManifest>(options: Se
   const gate = options.gate as unknown as Gate;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   let handle: McpServerHandle;
+  const watch = {
+    ...(options.toolsPollMs === undefined ? {} : { toolsPollMs: options.toolsPollMs }),
+    ...(options.imported === undefined ? {} : { imported: options.imported }),
+  };
   if (options.httpPort !== undefined) {
     if (options.client !== undefined || options.profile !== undefined || options.principal !== undefined || options.tenant !== undefined) {
       throw new ToolError(
@@ -42,7 +50,7 @@ export async function serveMcpCommand<TTool extends AnyToolManifest>(options: Se
         "over HTTP each client authenticates with its own token and runs under its record's profile, principal and tenant: drop --client, --profile, --principal and --tenant",
       );
     }
-    handle = await serveMcp(gate, { profiles: options.profiles, transport: { type: "http", port: options.httpPort } });
+    handle = await serveMcp(gate, { profiles: options.profiles, ...watch, transport: { type: "http", port: options.httpPort } });
     log(`toolgate: serving MCP at ${handle.url?.href}; each client sends Authorization: Bearer <token> (toolgate mcp-clients add NAME --profile P)`);
   } else {
     const client = options.client === undefined ? undefined : await registeredClient(gate, options.client);
@@ -64,7 +72,7 @@ export async function serveMcpCommand<TTool extends AnyToolManifest>(options: Se
     const identity = client
       ? { principal: client.principal, tenant: client.tenant, client }
       : { principal: options.principal ?? "mcp-client", tenant: options.tenant ?? "default" };
-    handle = await serveMcp(gate, { profile, ...identity, transport: "stdio" });
+    handle = await serveMcp(gate, { profile, ...identity, ...watch, transport: "stdio" });
     log(
       `toolgate: serving MCP for profile ${profile.name} on stdio${client ? ` as client ${client.name}${client.elicitation ? " (approval by elicitation on)" : ""}` : ""}`,
     );

@@ -104,7 +104,7 @@ export interface SkippedTool {
 export interface DriftReport {
   readonly name: string;
   readonly id: string;
-  /** The approved digest. */
+  /** The approved digest (`revoked` when the operator revoked the approval). */
   readonly approved: string;
   /** The server's current digest, or null when the tool disappeared. */
   readonly current: string | null;
@@ -128,6 +128,18 @@ export interface ImportedMcpServer {
    * Calls are validated against the schema registered at import: re-import to adopt a new schema.
    */
   reapprove(names?: readonly string[]): Promise<void>;
+  /**
+   * The operator withdraws approval of `names` (default all registered): their calls are refused
+   * (`provider_rejected`, before any effect) until `reapprove`, and `digests` says `revoked` for
+   * them. An unknown name changes nothing (`config_invalid`).
+   */
+  revoke(names?: readonly string[]): Promise<void>;
+  /**
+   * Gate ids of the registered tools not approved now: revoked, or whose definition as last seen
+   * (at a call, `drift()`, or the server's `tools/list_changed`) differs from the approved one.
+   * `serveMcp({ imported })` leaves these out of tools/list.
+   */
+  unapproved(): readonly string[];
   /** How the server was started (sandbox) and what the inventory may claim about it. */
   readonly isolation: RuntimeIsolation | undefined;
   close(): Promise<void>;

@@ -19,6 +19,12 @@ import { stdioLaunch } from "./remote-sandbox.js";
 export type { DriftReport, ImportedMcpServer, ImportedToolDescription, ImportMcpServerOptions, SkippedTool } from "./import-options.js";
 import type { DriftReport, ImportedMcpServer, ImportedToolDescription, ImportMcpServerOptions, SkippedTool } from "./import-options.js";
 
+/**
+ * What `digests` holds for a tool whose approval the operator revoked (`revoke`): no definition has
+ * this digest, so passed back as `approvedDigests` the tool stays refused until re-approved.
+ */
+export const REVOKED_APPROVAL = "revoked";
+
 export function definitionDigest(tool: Pick<McpTool, "name" | "description" | "inputSchema">): string {
   return sha256Hex(canonicalJson({ name: tool.name, description: tool.description ?? null, inputSchema: tool.inputSchema }));
 }
@@ -160,6 +166,12 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       throw listFailure(options.name, live, cause);
     }
     const drift = driftOf(name);
+    if (drift?.approved === REVOKED_APPROVAL) {
+      throw new ToolError("provider_rejected", `${options.name}/${name}: the operator revoked its approval; calls are refused until re-approved`, {
+        boundary: "effect_not_started",
+        details: { drift: false, revoked: true, name, id },
+      });
+    }
     if (drift) {
       throw new ToolError(
         "provider_rejected",
@@ -224,17 +236,27 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       return [...approved.keys()].map(driftOf).filter((d): d is DriftReport => d !== undefined);
     },
     async reapprove(names) {
+      const chosen = registered(names);
       await refresh();
-      for (const name of names ?? [...approved.keys()]) {
-        if (!approved.has(name)) throw new ToolError("config_invalid", `${name} is not a registered tool of ${options.name}`);
-        const c = current.get(name);
-        if (c === null || c === undefined) throw new ToolError("config_invalid", `${options.name} no longer offers ${name}`);
-        approved.set(name, c);
-      }
+      const gone = chosen.find((name) => (current.get(name) ?? null) === null);
+      if (gone !== undefined) throw new ToolError("config_invalid", `${options.name} no longer offers ${gone}`);
+      for (const name of chosen) approved.set(name, current.get(name)!);
     },
+    async revoke(names) {
+      for (const name of registered(names)) approved.set(name, REVOKED_APPROVAL);
+    },
+    unapproved: () => [...approved.keys()].filter((name) => driftOf(name) !== undefined).map((name) => idOf.get(name)!),
     isolation: launch?.isolation,
     close: () => connection.close(),
   };
+
+  /** The names given (default all registered), each a registered tool: all or nothing is changed. */
+  function registered(names: readonly string[] | undefined): readonly string[] {
+    const chosen = names ?? [...approved.keys()];
+    const unknown = chosen.find((name) => typeof name !== "string" || !approved.has(name));
+    if (unknown !== undefined) throw new ToolError("config_invalid", `${String(unknown)} is not a registered tool of ${options.name}`);
+    return chosen;
+  }
 
   function manifestFor(o: ImportMcpServerOptions, name: string, id: string, tool: McpTool, d: ImportedToolDescription): AnyToolManifest {
     let input: z.ZodType<Record<string, unknown>>;

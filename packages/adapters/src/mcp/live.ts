@@ -1,5 +1,6 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ErrorCode, LoggingLevelSchema, McpError, type LoggingLevel, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { ToolError } from "@toolgate/core";
 import { z } from "zod";
 
 /** Levels in the order of RFC 5424 severity, least severe first (the MCP logging utility's order). */
@@ -7,7 +8,16 @@ const LEVELS: readonly LoggingLevel[] = LoggingLevelSchema.options;
 const DEFAULT_LEVEL: LoggingLevel = "info";
 /** How often a session looks for a change in its served tools, by default. */
 export const DEFAULT_TOOLS_POLL_MS = 5_000;
-const MIN_TOOLS_POLL_MS = 10;
+/** `toolsPollMs` is 0 (never) or a whole number of ms within these bounds. */
+export const TOOLS_POLL_MS_BOUNDS = { min: 10, max: 3_600_000 } as const;
+
+/** `toolsPollMs` as given, or `config_invalid`: anything but 0 or a whole number within the bounds. */
+export function checkToolsPollMs(value: unknown): number {
+  if (value === undefined) return DEFAULT_TOOLS_POLL_MS;
+  const { min, max } = TOOLS_POLL_MS_BOUNDS;
+  if (value === 0 || (Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max)) return value as number;
+  throw new ToolError("config_invalid", `toolsPollMs must be 0 (never) or a whole number of ms from ${min} to ${max}`);
+}
 
 // Parsed loosely so a bad level is answered here with invalid params, not by the parser as an internal error.
 const SetLevelRequest = z.object({ method: z.literal("logging/setLevel"), params: z.looseObject({ level: z.unknown() }).optional() });
@@ -43,7 +53,7 @@ export type ListServed = () => Promise<readonly McpTool[]>;
  * closes; nothing is sent while the set stays the same. `pollMs` 0: never.
  */
 export function watchServedTools(server: Server, list: ListServed, pollMs: number, log: McpLog): void {
-  if (!(pollMs > 0)) return;
+  if (checkToolsPollMs(pollMs) === 0) return;
   let seen: Map<string, string> | undefined;
   let looking = false;
   let timer: NodeJS.Timeout | undefined;
@@ -68,7 +78,7 @@ export function watchServedTools(server: Server, list: ListServed, pollMs: numbe
     initialized?.();
     if (timer) return;
     void look();
-    timer = setInterval(() => void look(), Math.max(MIN_TOOLS_POLL_MS, pollMs));
+    timer = setInterval(() => void look(), pollMs);
     timer.unref();
   };
   const closed = server.onclose;

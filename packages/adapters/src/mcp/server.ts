@@ -19,7 +19,8 @@ import { approvalFacts, approvalText, refusalFacts, refusalText } from "../share
 import { bareSchema, profileReaches, reachableTools, type ExposeOptions } from "../shared/reachable.js";
 import { askThroughElicitation } from "./elicit.js";
 import { serveHttp, type HttpServerOptions } from "./http.js";
-import { DEFAULT_TOOLS_POLL_MS, serveLogging, watchServedTools } from "./live.js";
+import type { ImportedMcpServer } from "./import-options.js";
+import { checkToolsPollMs, serveLogging, watchServedTools } from "./live.js";
 
 /** `_meta` keys this server reads and writes. */
 export const MCP_META = {
@@ -58,9 +59,17 @@ export interface McpServerOptions extends ExposeOptions {
   readonly elicitationTimeoutMs?: number;
   /**
    * How often (ms) a session looks for a change in the tools it serves (a kill switch thrown or
-   * lifted, a tool registered or changed) and sends `notifications/tools/list_changed`; default 5000, 0 never.
+   * lifted, an imported tool's approval revoked or given again) and sends
+   * `notifications/tools/list_changed`; default 5000, 0 never, else 10 to 3600000 (`config_invalid` otherwise).
    */
   readonly toolsPollMs?: number;
+  /**
+   * Imported MCP servers (`importMcpServer` handles) among the gate's families: a tool of theirs whose
+   * approval is not current (its definition drifted from the approved one as last seen, or the
+   * operator revoked it) leaves tools/list, and comes back once re-approved; each change is
+   * announced as above. Called anyway, such a tool is refused by its import (`provider_rejected`).
+   */
+  readonly imported?: readonly Pick<ImportedMcpServer, "unapproved">[];
 }
 
 /** Where `serveMcp` listens. HTTP binds 127.0.0.1 only. */
@@ -118,12 +127,16 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
       `MCP client ${client.name} runs as its record says: profile ${client.profile}, principal ${client.principal}, tenant ${client.tenant}`,
     );
   }
+  const toolsPollMs = checkToolsPollMs(options.toolsPollMs);
+  const imported = checkImported(options.imported);
   const call: CallOptions = { principal: options.principal, tenant: options.tenant, profile: options.profile };
-  // Served by visibility and profile; a tool an operator switched off is left out of the list but
-  // still goes to the gate when called, which refuses it (tool_disabled) and journals that.
+  // Served by visibility and profile; a tool an operator switched off, or an imported tool not
+  // approved now, is left out of the list but still goes to the gate when called, which refuses it
+  // (tool_disabled, provider_rejected) and journals that.
   const servedNow = () => new Map<string, ToolDescriptor>(reachableTools(gate, options.profile, options).map((d) => [d.id, d]));
   const listed = async (): Promise<McpTool[]> => {
     const off = new Set((await gate.authority.switches.list()).map((s) => s.target));
+    for (const server of imported) for (const id of server.unapproved()) off.add(`tool:${id}`);
     return [...servedNow().values()].filter((d) => !off.has(`tool:${d.id}`) && !off.has(`family:${d.id.slice(0, d.id.indexOf("."))}`)).map(toMcpTool);
   };
   const elicitationTimeoutMs = options.elicitationTimeoutMs ?? DEFAULT_ELICITATION_TIMEOUT_MS;
@@ -133,7 +146,7 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
     { capabilities: { tools: { listChanged: true }, logging: {} } },
   );
   const log = serveLogging(server);
-  watchServedTools(server, listed, options.toolsPollMs ?? DEFAULT_TOOLS_POLL_MS, log);
+  watchServedTools(server, listed, toolsPollMs, log);
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await listed() }));
 
@@ -207,7 +220,17 @@ export async function serveMcp<TTool extends AnyToolManifest>(typedGate: Gate<TT
     return { transport: "stdio", url: undefined, close: () => server.close() };
   }
   if (transport.type !== "http") throw new ToolError("config_invalid", 'transport must be "stdio", { type: "stdio" } or { type: "http" }');
+  // Checked before listening: over HTTP each session's server is made only when a client comes.
+  checkToolsPollMs(options.toolsPollMs);
+  checkImported(options.imported);
   return serveHttp(gate, options as HttpServerOptions, transport.port ?? 0, transport.path ?? "/mcp", createMcpServer);
+}
+
+function checkImported(imported: unknown): readonly Pick<ImportedMcpServer, "unapproved">[] {
+  if (imported === undefined) return [];
+  if (!Array.isArray(imported) || !imported.every((i) => typeof (i as { unapproved?: unknown } | null)?.unapproved === "function"))
+    throw new ToolError("config_invalid", "imported must be a list of importMcpServer handles");
+  return imported as readonly Pick<ImportedMcpServer, "unapproved">[];
 }
 
 /**

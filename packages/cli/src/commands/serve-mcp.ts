@@ -7,7 +7,11 @@ export interface ServeMcpCliOptions {
   readonly tenant?: string;
   readonly client?: string;
   readonly http?: string;
+  readonly toolsPollMs?: string;
 }
+
+/** `--tools-poll-ms`: 0 (never) or a whole number of ms within these bounds. */
+export const TOOLS_POLL_MS_FLAG = { min: 100, max: 3_600_000 } as const;
 
 /**
  * Serve the gate as an MCP server until a signal: over stdio (the client's own process) as
@@ -17,6 +21,7 @@ export interface ServeMcpCliOptions {
 export async function serveMcp(runtime: Runtime, options: ServeMcpCliOptions, io: Io): Promise<number> {
   const { serveMcpCommand } = await import("@toolgate/adapters/mcp");
   const http = options.http === undefined ? undefined : parsePort(options.http);
+  const toolsPollMs = options.toolsPollMs === undefined ? undefined : parsePollMs(options.toolsPollMs);
   if (
     http !== undefined &&
     (options.profile !== undefined || options.client !== undefined || options.principal !== undefined || options.tenant !== undefined)
@@ -67,6 +72,7 @@ export async function serveMcp(runtime: Runtime, options: ServeMcpCliOptions, io
           }
         : { client: options.client }
       : { httpPort: http }),
+    ...(toolsPollMs === undefined ? {} : { toolsPollMs }),
     log: (line) => io.err(line),
     handleSignals: false,
   });
@@ -84,4 +90,11 @@ function parsePort(text: string): number {
   const port = Number(text);
   if (/^\d+$/.test(text) && port >= 0 && port <= 65535) return port;
   throw new CliFailure(`--http must be a port number (0-65535; 0 picks a free one), not ${JSON.stringify(text)}`, EXIT.usage);
+}
+
+function parsePollMs(text: string): number {
+  const { min, max } = TOOLS_POLL_MS_FLAG;
+  const ms = Number(text);
+  if (/^\d{1,7}$/.test(text) && (ms === 0 || (ms >= min && ms <= max))) return ms;
+  throw new CliFailure(`--tools-poll-ms must be 0 (never) or a whole number of ms from ${min} to ${max}, not ${JSON.stringify(text)}`, EXIT.usage);
 }
