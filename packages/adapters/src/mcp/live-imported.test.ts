@@ -2,6 +2,8 @@
 // definition drifted from the approved one, leaves tools/list and the client is told; re-approval
 // brings it back and is told too. A real imported MCP server (a child process over stdio) behind
 // the gate, served over Streamable HTTP on 127.0.0.1 to the SDK's own client.
+import { realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -14,7 +16,11 @@ import { importMcpServer, REVOKED_APPROVAL, type ImportedMcpServer, type ImportM
 import { MCP_META, serveMcp } from "./server.js";
 
 const remote = fileURLToPath(new URL("../fixtures/remote-mcp-server.mjs", import.meta.url));
-const sandbox = { kind: "auto", readOnlyPaths: [fileURLToPath(new URL("../../../..", import.meta.url))] } as const;
+// The fixture loads the SDK from the repository's node_modules, wherever a link to it leads (a
+// scratch copy of the tree links each package to the real one).
+const repo = fileURLToPath(new URL("../../../..", import.meta.url));
+const modules = dirname(realpathSync(join(repo, "node_modules", "@modelcontextprotocol")));
+const sandbox = { kind: "auto", readOnlyPaths: [repo, modules] } as const;
 const profile = defineProfile({ name: "remote", allow: ["remote:echo", "remote:env"], maxRisk: "low" });
 const tools: ImportMcpServerOptions["tools"] = {
   echo: { requiredAllowlist: ["remote:echo"], effect: "read", risk: "low", approval: "never" },
