@@ -38,22 +38,7 @@ export const processIo: Io = {
   interactive: Boolean(process.stderr.isTTY),
 };
 
-/** A progress line on a terminal, rewritten in place; nothing when piped. */
-export function progress(io: Io, label: string): { update(done: number, total?: number): void; end(): void } {
-  if (!io.interactive) return { update() {}, end() {} };
-  let last = 0;
-  return {
-    update(done, total) {
-      const now = Date.now();
-      if (now - last < 100) return;
-      last = now;
-      process.stderr.write(`\r${label} ${done}${total ? `/${total}` : ""}`);
-    },
-    end() {
-      process.stderr.write("\r\x1b[K");
-    },
-  };
-}
+export { progress, type Progress } from "./progress.js";
 
 /**
  * What to do next after a refusal or failure with this code: which command. `tool` is the tool

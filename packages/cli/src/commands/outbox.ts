@@ -1,6 +1,7 @@
 import { ToolError, type OutboxState } from "@toolgate/core";
 import { recoverOutbox, resolveOutboxEntry } from "@toolgate/core/operator";
-import { CliFailure, EXIT, parseDuration, progress, table, type Io } from "../output.js";
+import { CliFailure, EXIT, parseDuration, table, type Io } from "../output.js";
+import { progress } from "../progress.js";
 import type { Runtime } from "../runtime.js";
 
 const OUTBOX_STATES: readonly OutboxState[] = ["pending", "completed", "failed", "unknown"];
@@ -31,11 +32,17 @@ export async function outboxList(runtime: Runtime, options: { state: string; jso
 }
 
 export async function outboxRecover(runtime: Runtime, options: { olderThan: string; json: boolean }, io: Io): Promise<number> {
-  const bar = progress(io, "recovering");
+  const olderThanMs = parseDuration(options.olderThan);
+  const bar = progress(io, "outbox entries recovered");
+  // The total is what is pending and old enough now (counted only for a terminal); workers recovering
+  // beside this one may take some, so it is an upper bound, and a count past it raises it.
+  const cutoff = new Date(Date.now() - olderThanMs).toISOString();
+  const total = io.interactive ? (await runtime.journal.listOutbox({ states: ["pending"] })).filter((e) => e.updatedAt < cutoff).length : undefined;
+  if (total !== undefined) bar.update(0, total);
   const report = await recoverOutbox(runtime.gate, {
-    olderThanMs: parseDuration(options.olderThan),
+    olderThanMs,
     claimant: `cli-${process.pid}`,
-    onEntry: (_entry, done) => bar.update(done),
+    onEntry: (_entry, done) => bar.update(done, total),
   });
   bar.end();
   if (options.json) io.out(JSON.stringify(report, null, 2));
