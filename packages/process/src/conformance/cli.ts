@@ -11,6 +11,11 @@ export async function runConformanceCli(argv: readonly string[], print: (line: s
   const split = argv.indexOf("--");
   const flags = split < 0 ? [] : argv.slice(0, split);
   const [command, ...args] = split < 0 ? argv : argv.slice(split + 1);
+  // A --help or -h of our own (before any `--`) prints the usage: never a program to start.
+  if ((split < 0 ? argv.slice(0, 1) : flags).some((a) => a === "--help" || a === "-h")) {
+    print(USAGE);
+    return 0;
+  }
   if (!command) {
     print(USAGE);
     return 2;
