@@ -1,5 +1,5 @@
 import { ToolError, type ConnectorOpenRequest } from "@toolgate/core";
-import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
+import { connectionStatus, createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
 import { startNotionEmulator, type NotionEmulator } from "@toolgate/emulators";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createNotionConnector, exchangeNotionCode, NEVER_EXPIRES, NOTION_CAPABILITIES, notionIntegrationTokens, type NotionAccess } from "./index.js";
@@ -68,6 +68,9 @@ describe("notion connector: refusals first", () => {
     const tokens = notionIntegrationTokens({ token: "ntn_example_token", capabilities: [...NOTION_CAPABILITIES] });
     expect(tokens.refreshToken).toBeUndefined();
     expect(tokens.expiresAt).toBe(NEVER_EXPIRES);
+    // An operator's status prints the expiry as a date: "never" must be one a Date can hold.
+    const vault = createMemoryVault({ connections: [{ connection: { id: "team", provider: "notion" }, tokens }] });
+    await expect(connectionStatus(vault, "team")).resolves.toMatchObject({ state: "ready", expiresAt: "+275760-09-13T00:00:00.000Z" });
   });
 });
 

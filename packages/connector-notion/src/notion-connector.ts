@@ -26,8 +26,8 @@ export type NotionCapability = (typeof NOTION_CAPABILITIES)[number];
 /** The `Notion-Version` the family speaks. */
 export const NOTION_VERSION = "2025-09-03";
 
-/** An integration token never expires; the vault stores this as its expiry. */
-export const NEVER_EXPIRES = Number.MAX_SAFE_INTEGER;
+/** An integration token never expires; the vault stores this as its expiry: the last instant a Date can hold (status prints it as one). */
+export const NEVER_EXPIRES = 8_640_000_000_000_000;
 
 export interface NotionConnectorOptions {
   /** The API's origin; default Notion's. Must be https, or http on a loopback address. */
