@@ -79,6 +79,8 @@ describe.each(["fast", "immediate"] as const)("PostgreSQL stopped (-m %s) and st
       if (result.boundary === "pre_effect_refusal") {
         counts.preEffect++;
         expect(applied.has(keyOf(n)), `call ${n} refused before its effect had none`).toBe(false);
+        // The journal's session failed: nothing ran, and the caller may try again.
+        expect(result, `call ${n}`).toMatchObject({ code: "journal_failed", retryable: true });
         // Exact: the intent of a call refused before its effect was never committed.
         expect(await journal.getIntent(keyOf(n)).catch(() => "unreadable"), `call ${n}`).toBeUndefined();
       } else if (result.boundary === "effect_completed") {

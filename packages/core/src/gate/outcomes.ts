@@ -83,7 +83,8 @@ export async function refuse(
     : {
         status: "error",
         ...base,
-        retryable: false,
+        // Nothing ran: trying again is safe when the journal says its failure was transient.
+        retryable: error.code === "journal_failed" && ToolError.is(error.cause) && error.cause.retryable,
         ...(extra.issues ? { issues: extra.issues } : {}),
         ...(extra.inputSchema ? { inputSchema: extra.inputSchema } : {}),
       };
