@@ -18,25 +18,27 @@ export function openLedger(path) {
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+const isolation = { network: "none", filesystem: "none", secrets: "none", subprocess: "none" };
+/** What both ledger tools declare (the fleet crash test shares it). */
+export const LEDGER_TOOL = {
+  output: z.object({ ok: z.boolean() }),
+  actionType: "ledger-write",
+  effect: "write",
+  requiredAllowlist: ["ledger:write"],
+  risk: "medium",
+  approval: "never",
+  retryable: true,
+  reversible: false,
+  runtimeIsolation: isolation,
+  untrustedOutput: false,
+};
+
 /** A gate over the ledger. `jitter` widens the windows between intent, effect and result. */
 export function ledgerGate(journal, db, jitter = () => 0) {
   const attempt = db.prepare("INSERT INTO attempts (tool, key) VALUES (?, ?)");
   const applyOnce = db.prepare("INSERT INTO applied (tool, key) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM applied WHERE tool = ? AND key = ?)");
   const applyAlways = db.prepare("INSERT INTO applied (tool, key) VALUES (?, ?)");
-  const isolation = { network: "none", filesystem: "none", secrets: "none", subprocess: "none" };
-  const common = {
-    input: z.object({ n: z.number().int() }),
-    output: z.object({ ok: z.boolean() }),
-    actionType: "ledger-write",
-    effect: "write",
-    requiredAllowlist: ["ledger:write"],
-    risk: "medium",
-    approval: "never",
-    retryable: true,
-    reversible: false,
-    runtimeIsolation: isolation,
-    untrustedOutput: false,
-  };
+  const common = { ...LEDGER_TOOL, input: z.object({ n: z.number().int() }) };
   const upsert = defineTool({
     ...common,
     id: "ledger.upsert_entry",
