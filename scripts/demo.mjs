@@ -2,26 +2,76 @@
 // The Toolgate demo: a scripted agent session (no model needed) against loopback emulators of
 // Gmail, Calendar and Notion, this repository, and a Python tool process — every call through one
 // gate with a SQLite journal under .toolgate/demo/. Exits 0 only if every step behaved as expected.
+// It builds the packages first (`npm run demo` is `node scripts/demo.mjs`); `--no-build` skips that.
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { delimiter, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createGate, createToolRegistry, defineProfile } from "@toolgate/core";
-import { protectPath } from "@toolgate/core/boundary";
-import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
-import { verifyAuditChain } from "@toolgate/core/operator";
-import { createGoogleConnector } from "@toolgate/connector-google";
-import { createNotionConnector, notionIntegrationTokens } from "@toolgate/connector-notion";
-import { startGoogleEmulator, startNotionEmulator } from "@toolgate/emulators";
-import { startToolProcess } from "@toolgate/process";
-import { openSqliteJournal } from "@toolgate/store-sqlite";
-import { createCalendarTools } from "@toolgate/tools-calendar";
-import { createGmailTools, GMAIL_SCOPES, SEND_CONSENT } from "@toolgate/tools-gmail";
-import { createNotionTools, NOTION_WRITE_CONSENT } from "@toolgate/tools-notion";
-import { createRepoTools } from "@toolgate/tools-repo";
-import { OAuth2Client } from "google-auth-library";
 
 const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
+
+/**
+ * The build (skipped with --no-build): turbo, its telemetry off and its own output errors only; on a
+ * terminal a spinner line says it is working and for how long, and nothing is added when piped.
+ */
+async function build() {
+  const tty = Boolean(process.stderr.isTTY);
+  const started = Date.now();
+  const frames = ["|", "/", "-", "\\"];
+  let frame = 0;
+  const draw = () =>
+    tty && process.stderr.write(`\r${frames[frame++ % frames.length]} building the packages (${Math.round((Date.now() - started) / 1000)} s)\x1b[K`);
+  const clear = () => tty && process.stderr.write("\r\x1b[K");
+  // The repository's own turbo, after any on PATH (npm run puts node_modules/.bin first anyway).
+  const path = [process.env.PATH, join(root, "node_modules", ".bin")].filter(Boolean).join(delimiter);
+  const child = spawn("turbo", ["run", "build", "--output-logs=errors-only"], {
+    cwd: root,
+    env: { ...process.env, PATH: path, TURBO_TELEMETRY_DISABLED: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const pass = (stream) => (chunk) => {
+    clear();
+    stream.write(chunk);
+    draw();
+  };
+  child.stdout.on("data", pass(process.stdout));
+  child.stderr.on("data", pass(process.stderr));
+  draw();
+  const timer = tty ? setInterval(draw, 250) : undefined;
+  const code = await new Promise((done) => {
+    child.on("error", (error) => {
+      process.stderr.write(`demo: could not run turbo (${error.message}); run npm ci first\n`);
+      done(1);
+    });
+    child.on("close", (status) => done(status ?? 1));
+  });
+  clearInterval(timer);
+  clear();
+  if (code !== 0) {
+    process.stderr.write(`demo: the build failed (turbo exited ${code})\n`);
+    process.exit(code);
+  }
+  if (tty) process.stderr.write(`built the packages in ${Math.round((Date.now() - started) / 1000)} s\n`);
+}
+if (!process.argv.includes("--no-build")) await build();
+
+// Loaded after the build: they are the packages it just built.
+const { createGate, createToolRegistry, defineProfile } = await import("@toolgate/core");
+const { protectPath } = await import("@toolgate/core/boundary");
+const { createConnectorRuntime, createMemoryVault } = await import("@toolgate/core/connectors");
+const { verifyAuditChain } = await import("@toolgate/core/operator");
+const { createGoogleConnector } = await import("@toolgate/connector-google");
+const { createNotionConnector, notionIntegrationTokens } = await import("@toolgate/connector-notion");
+const { startGoogleEmulator, startNotionEmulator } = await import("@toolgate/emulators");
+const { startToolProcess } = await import("@toolgate/process");
+const { openSqliteJournal } = await import("@toolgate/store-sqlite");
+const { createCalendarTools } = await import("@toolgate/tools-calendar");
+const { createGmailTools, GMAIL_SCOPES, SEND_CONSENT } = await import("@toolgate/tools-gmail");
+const { createNotionTools, NOTION_WRITE_CONSENT } = await import("@toolgate/tools-notion");
+const { createRepoTools } = await import("@toolgate/tools-repo");
+const { OAuth2Client } = await import("google-auth-library");
+
 const color = process.stdout.isTTY ? (code, text) => `\x1b[${code}m${text}\x1b[0m` : (_code, text) => text;
 const bold = (t) => color(1, t);
 const dim = (t) => color(2, t);
