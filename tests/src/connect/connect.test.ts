@@ -253,6 +253,24 @@ describe("toolgate connections connect google", () => {
   });
 });
 
+describe("toolgate connections connect: the composition's OAuth clients", () => {
+  it("no client for the provider, or one with a plain-http remote endpoint or an empty secret: exit 3, no secret echoed, nothing listened for", async () => {
+    const variants: [string, string][] = [
+      ['{ provider: "google",', '{ provider: "elsewhere",'],
+      ["authorizeUrl: env.G_AUTH, tokenUrl: env.G_TOKEN", 'authorizeUrl: "http://accounts.example/auth", tokenUrl: env.G_TOKEN'],
+      ["clientSecret: env.G_SECRET, authorizeUrl", 'clientSecret: "", authorizeUrl'],
+    ];
+    for (const [from, to] of variants) {
+      writeFileSync(join(dir, "toolgate.config.mjs"), CONFIG.replace(from, to));
+      const r = await toolgate("connections", "connect", "google", "--no-browser", "--timeout", "1");
+      expect(r.code, `${to}: ${r.stderr}`).toBe(3);
+      expect(r.stderr).toMatch(/OAuth client/);
+      expect(r.stderr).not.toContain("Open this address");
+      for (const secret of secretsOf()) expect(r.stderr).not.toContain(secret);
+    }
+  });
+});
+
 describe("toolgate connections connect notion", () => {
   it("allow stores the connection with the integration's capabilities; deny stores nothing", async () => {
     const denied = await connect(["connections", "connect", "notion", "--no-browser", "--id", "team"], async (url) => void (await consent(url, "deny")));
