@@ -141,8 +141,12 @@ function install() {
       { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, npm_config_engine_strict: "false" } },
     );
     if (npm.status !== 0) throw new Error(`npm install into ${scratch} failed (${npm.status})`);
-    rmSync(cacheDir, { recursive: true, force: true });
-    renameSync(scratch, cacheDir);
+    // Another run may have finished the same install meanwhile: keep the one in place.
+    if (existsSync(suite) && existsSync(node)) rmSync(scratch, { recursive: true, force: true });
+    else {
+      rmSync(cacheDir, { recursive: true, force: true });
+      renameSync(scratch, cacheDir);
+    }
   }
   const version = spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim();
   if (version !== `v${NODE.version}`) throw new Error(`${node} is ${version || "not runnable"}, not v${NODE.version}`);
