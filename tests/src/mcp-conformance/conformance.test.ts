@@ -15,6 +15,8 @@
  * - tools-call-elicitation, elicitation-sep1034-defaults, elicitation-sep1330-enums: the tool asks
  *   the user for free form input; the gate elicits only an operator-enabled approval.
  * - resources-* and prompts-*: the server serves tools only.
+ * Run anyway, tools-call-simple-text and tools-call-error report PASS without meaning it: they check
+ * only that the answer to their unknown tool is a text (error) result, which the refusal is.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
