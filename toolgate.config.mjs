@@ -14,6 +14,10 @@ export default {
   // The journal, audit key and grants live in the state directory: by default outside this project
   // ($XDG_STATE_HOME/toolgate/<project>-<hash>), so outside the repo family's root, and protected
   // wherever it is (`toolgate inventory` prints it).
+  // The token vault (`toolgate connections …`): an encrypted file in the state directory, its key in
+  // TOOLGATE_VAULT_KEY (32 bytes, base64 or hex), never beside it. Without the variable there is no
+  // vault and every connected tool fails closed; docs/operating.md shows how to make a key.
+  ...(process.env.TOOLGATE_VAULT_KEY ? { vault: { key: { env: "TOOLGATE_VAULT_KEY" } } } : {}),
   profiles: [
     defineProfile({ name: "reader", allow: ["repo:read", "gmail:read", "calendar:read", "notion:read"], maxRisk: "low" }),
     defineProfile({
@@ -51,26 +55,32 @@ export default {
       expectedScopes: { word_count: "text:read", convert_length: "units:convert", slow_count: "text:read" },
       tools: { word_count: { effect: "read", risk: "low" }, convert_length: { effect: "none", risk: "low" }, slow_count: { effect: "read", risk: "low" } },
     });
-    return {
-      families: [
-        createRepoTools({
-          root: baseDir,
-          checks: { syntax: { argv: ["node", "--check", "scripts/demo.mjs"], description: "syntax check of the demo script" } },
-        }),
-        createGmailTools({ recipientAllowlist: ["@example.test"] }),
-        createCalendarTools(),
-        createNotionTools(),
-        textstats.family,
-      ],
-      // Connections come from the vault named here (none by default): tools fail closed without one.
-      connectors: createConnectorRuntime({
-        vault: vault ?? createMemoryVault(),
-        providers: [
-          createGoogleConnector({ clientId: process.env.GOOGLE_CLIENT_ID ?? "unset", clientSecret: process.env.GOOGLE_CLIENT_SECRET ?? "unset" }),
-          createNotionConnector(),
+    // The tool process is running: if anything below fails, stop it, or the command would never exit.
+    try {
+      return {
+        families: [
+          createRepoTools({
+            root: baseDir,
+            checks: { syntax: { argv: ["node", "--check", "scripts/demo.mjs"], description: "syntax check of the demo script" } },
+          }),
+          createGmailTools({ recipientAllowlist: ["@example.test"] }),
+          createCalendarTools(),
+          createNotionTools(),
+          textstats.family,
         ],
-      }),
-      close: () => textstats.stop(),
-    };
+        // Connections come from the vault named above (none without TOOLGATE_VAULT_KEY): tools fail closed without one.
+        connectors: createConnectorRuntime({
+          vault: vault ?? createMemoryVault(),
+          providers: [
+            createGoogleConnector({ clientId: process.env.GOOGLE_CLIENT_ID ?? "unset", clientSecret: process.env.GOOGLE_CLIENT_SECRET ?? "unset" }),
+            createNotionConnector(),
+          ],
+        }),
+        close: () => textstats.stop(),
+      };
+    } catch (error) {
+      await textstats.stop();
+      throw error;
+    }
   },
 };
