@@ -81,13 +81,17 @@ export function sessionError(schema: string, cause: unknown): ToolError {
   });
 }
 
-/** The commit's outcome could not be learnt: the calls may or may not have been recorded. Not retryable. */
+/**
+ * The commit's outcome could not be learnt: the calls may or may not have been recorded. Not
+ * retryable; its boundary tells the gate that an intent in it may be pending, for recovery.
+ */
 export function unknownCommitError(schema: string, cause: unknown, waitedMs: number): ToolError {
   return new ToolError(
     "journal_failed",
     `journal schema ${schema}: the connection was lost during a commit and the database did not say within ${waitedMs} ms whether it happened`,
     {
       cause,
+      boundary: "effect_state_unknown",
       details: { committed: "unknown" },
     },
   );

@@ -14,7 +14,7 @@ import type { GateEnv } from "../env.js";
 import { judgeExisting } from "../existing-entry.js";
 import { intentHashOf } from "../intent-hash.js";
 import { grantRefusal, grantSpent } from "../grants.js";
-import { identity, refuse, targetOf } from "../outcomes.js";
+import { identity, refuse, settleFailure, targetOf } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
 import { refuseLimited } from "./limits.js";
 
@@ -81,6 +81,12 @@ async function beginIntent(c: Writable<Intended>, env: GateEnv): Promise<Intende
       ...(c.charges ? { charges: c.charges } : {}),
     });
   } catch (cause) {
+    // The journal cannot tell whether the intent was recorded (a connection lost during its commit):
+    // this call did not run, but recovery may find the intent and replay it, so it is not a refusal.
+    if (ToolError.is(cause) && cause.boundary === "effect_state_unknown") {
+      const error = new ToolError("journal_failed", "whether the intent was recorded is unknown: the call was not run here, recovery may run it", { cause });
+      return settleFailure(env, c, "effect_state_unknown", error);
+    }
     return notRecorded(env, c, cause, "the intent could not be recorded, so the call was not run");
   }
   if (begun.status === "grant_refused") return refuse(env, c, "denied", grantRefusal(begun.outcome, c.grant?.requestId ?? ""));

@@ -1,17 +1,22 @@
-import { ToolError } from "@toolgate/core";
-import { verifyAuditChain } from "@toolgate/core/operator";
+import { randomBytes } from "node:crypto";
+import { hashCanonical, ToolError } from "@toolgate/core";
+import { recoverOutbox, verifyAuditChain } from "@toolgate/core/operator";
 import { sampleIntent } from "@toolgate/core/testing";
-import { expect, it } from "vitest";
-import { connectPostgresJournal, type PostgresJournal } from "./index.js";
-import { describeWithPostgres, freshSchema, pgUrl } from "./fixtures/postgres.js";
-import { commitCutter, type CommitCutter } from "./fixtures/proxy.js";
+import { connectPostgresJournal, type PostgresJournal } from "@toolgate/store-postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startCluster, type Cluster } from "./cluster.js";
+import { commitCutter, type CommitCutter } from "./proxy.js";
+// @ts-expect-error plain ESM module shared with the crash test: the ledger provider and its two tools
+import { CALL, ledgerGate, openLedger } from "../crash/ledger.mjs";
 
 const key = "commit-outcome-key";
 const at = "2026-01-01T00:00:00.000Z";
 
 /** A journal that reaches the server through a proxy that cuts a COMMIT, and one that reaches it directly to look. */
+let cluster: Cluster;
 async function setUp(timeouts = {}): Promise<{ cutter: CommitCutter; journal: PostgresJournal; direct: PostgresJournal; done: () => Promise<void> }> {
-  const { schema, drop } = freshSchema();
+  const schema = `t_${randomBytes(6).toString("hex")}`;
+  const pgUrl = cluster.url;
   const cutter = await commitCutter(pgUrl);
   const journal = await connectPostgresJournal(cutter.url, { auditKey: key, schema, poolSize: 2, timeouts });
   const direct = await connectPostgresJournal(pgUrl, { auditKey: key, schema });
@@ -24,7 +29,6 @@ async function setUp(timeouts = {}): Promise<{ cutter: CommitCutter; journal: Po
       await journal.close();
       await direct.close();
       await cutter.close();
-      await drop();
     },
   };
 }
@@ -35,16 +39,24 @@ const outcome = (promise: Promise<unknown>): Promise<unknown> =>
     (error: unknown) => error,
   );
 
-describeWithPostgres("a connection lost during a batch's COMMIT", () => {
+/** One batch (an intent and an event) whose connection the proxy cuts at its COMMIT. */
+async function cutBatch(cutter: CommitCutter, journal: PostgresJournal, when: "before" | "after", intentKey: string): Promise<unknown[]> {
+  cutter.arm(when);
+  const ended = await Promise.all([outcome(journal.beginIntent(sampleIntent(intentKey))), outcome(journal.append({ type: "test.cut", at, data: {} }))]);
+  expect(cutter.cuts()).toBe(1);
+  return ended;
+}
+
+describe("a connection lost during a batch's COMMIT", () => {
+  beforeAll(() => {
+    cluster = startCluster();
+  }, 120_000);
+  afterAll(() => cluster?.stop());
+
   it("that committed: the batch's calls resolve (the server says so on a new connection), each written once", async () => {
     const { cutter, journal, direct, done } = await setUp();
     try {
-      cutter.arm("after");
-      const [intent, event] = await Promise.all([
-        outcome(journal.beginIntent(sampleIntent("cut-after"))),
-        outcome(journal.append({ type: "test.cut", at, data: {} })),
-      ]);
-      expect(cutter.cuts()).toBe(1);
+      const [intent, event] = await cutBatch(cutter, journal, "after", "cut-after");
       expect(intent).toMatchObject({ ok: { status: "started" } });
       expect(event).toMatchObject({ ok: { seq: expect.any(Number) } });
       expect(await direct.getIntent("cut-after")).toMatchObject({ state: "pending" });
@@ -60,12 +72,7 @@ describeWithPostgres("a connection lost during a batch's COMMIT", () => {
   it("that never reached the server: the calls fail retryably, committed false, and nothing is written", async () => {
     const { cutter, journal, direct, done } = await setUp();
     try {
-      cutter.arm("before");
-      const [intent, event] = await Promise.all([
-        outcome(journal.beginIntent(sampleIntent("cut-before"))),
-        outcome(journal.append({ type: "test.cut", at, data: {} })),
-      ]);
-      expect(cutter.cuts()).toBe(1);
+      const [intent, event] = await cutBatch(cutter, journal, "before", "cut-before");
       for (const error of [intent, event]) {
         expect(ToolError.is(error, "journal_failed")).toBe(true);
         expect(error).toMatchObject({ retryable: true, details: { committed: false } });
@@ -89,6 +96,29 @@ describeWithPostgres("a connection lost during a batch's COMMIT", () => {
       expect(error).toMatchObject({ retryable: false, details: { committed: "unknown" } });
       expect((await direct.readAudit()).filter((r) => r.type === "test.cut")).toHaveLength(1);
     } finally {
+      await done();
+    }
+  });
+
+  it("of an intent, through the gate, unanswerable: the call ends effect_state_unknown, not run; recovery then finds the intent", async () => {
+    const { cutter, journal, direct, done } = await setUp({ commitOutcomeTimeoutMs: 600 });
+    const db = openLedger(":memory:");
+    try {
+      const gate = ledgerGate(journal, db);
+      cutter.arm("after", 2000);
+      const result = await gate.invoke("ledger.upsert_entry", { n: 1 }, { ...CALL, idempotencyKey: "cut-intent" });
+      expect(cutter.cuts()).toBe(1);
+      expect(result).toMatchObject({ status: "error", code: "journal_failed", boundary: "effect_state_unknown", retryable: false });
+      expect(db.prepare("SELECT COUNT(*) AS n FROM attempts").get()).toEqual({ n: 0 }); // not run here
+      const key = hashCanonical([CALL.tenant, CALL.principal, "cut-intent"]);
+      expect(await direct.getIntent(key)).toMatchObject({ state: "pending" }); // the commit did happen
+      await new Promise((resolve) => setTimeout(resolve, 2000)); // the server answers again
+      const report = await recoverOutbox(gate, { olderThanMs: 0 });
+      expect(report).toMatchObject({ replayed: 1, failed: 0 });
+      expect(db.prepare("SELECT COUNT(*) AS n FROM applied").get()).toEqual({ n: 1 });
+      expect(await direct.getIntent(key)).toMatchObject({ state: "completed" });
+    } finally {
+      db.close();
       await done();
     }
   });
