@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runIn, tempProject } from "../fixtures/temp-project.js";
@@ -52,6 +52,22 @@ describe("toolgate docs --check: stale pages", () => {
       expect(r.stderr).toContain(`stale: ${file}`);
     } finally {
       rmSync(sub, { recursive: true });
+    }
+  });
+
+  it("fails on a stale page spelt .MD, and on a symbolic link to a page, naming each", async () => {
+    const upper = join(pages, "mail.MD");
+    const link = join(pages, "calendar.md");
+    writeFileSync(upper, "# old\n");
+    symlinkSync(join(pages, "notes.md"), link);
+    try {
+      const r = await runIn(dir, "docs", "--check");
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`stale: ${upper}`);
+      expect(r.stderr).toContain(`stale: ${link}`);
+    } finally {
+      rmSync(upper);
+      rmSync(link);
     }
   });
 

@@ -19,7 +19,7 @@ export interface DocsOptions {
 async function markdownPages(dir: string): Promise<string[]> {
   if (!existsSync(dir)) return [];
   const entries = await readdir(dir, { withFileTypes: true, recursive: true });
-  return entries.filter((e) => e.isFile() && e.name.toLowerCase().endsWith(".md")).map((e) => join(e.parentPath, e.name));
+  return entries.filter((e) => (e.isFile() || e.isSymbolicLink()) && e.name.toLowerCase().endsWith(".md")).map((e) => join(e.parentPath, e.name));
 }
 
 /**
