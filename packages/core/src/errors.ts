@@ -9,6 +9,8 @@
  *
  * Families map their provider's failures onto these codes; a code not in this map is a type error.
  */
+import type { ApprovalPreview } from "./manifest.js";
+
 export const TOOL_ERROR_CODES = {
   // definition-time
   manifest_invalid: { kind: "definition", summary: "A tool manifest breaks a rule of defineTool." },
@@ -108,6 +110,15 @@ export interface ToolErrorOptions {
   readonly retryable?: boolean;
   /** Seconds the provider asked us to wait, where it said. */
   readonly retryAfterSeconds?: number;
+  /**
+   * A body that finds, before its effect, that this very call needs a human (a tool process's
+   * escalation) throws with the preview to ask with and boundary `effect_not_started`. The gate
+   * then settles the attempt, records a request for this call (tool, input, principal, tenant, this
+   * preview's hash) and returns `approval_required` instead of the error. The caller calls again
+   * once a human granted it; the tool's approval rule and preview must then ask for the same
+   * preview, so the retry takes the grant by binding and the body gets the preview's plan.
+   */
+  readonly askApproval?: ApprovalPreview;
 }
 
 /**
@@ -124,6 +135,8 @@ export class ToolError extends Error {
   readonly boundary: EffectBoundary | undefined;
   readonly retryable: boolean;
   readonly retryAfterSeconds: number | undefined;
+  /** The approval a body asked for before its effect (see `ToolErrorOptions.askApproval`). */
+  readonly askApproval: ApprovalPreview | undefined;
 
   constructor(code: ToolErrorCode, message: string, options: ToolErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -132,6 +145,7 @@ export class ToolError extends Error {
     this.boundary = options.boundary;
     this.retryable = options.retryable ?? false;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.askApproval = options.askApproval;
   }
 
   /** True when `value` is a ToolError from any copy of core, optionally with one of `codes`. */

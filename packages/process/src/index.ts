@@ -16,6 +16,8 @@ export type { ResolvedSandbox, SandboxKind, SandboxOption } from "./host/spawn.j
 export type { ToolClaim } from "./host/untrusted-text.js";
 export { MAX_NOTIFICATION_CHARS, MAX_NOTIFICATIONS_PER_SECOND } from "./host/after-calls.js";
 export type { ProcessNotification } from "./host/after-calls.js";
+export { NOTIFICATION_EVENT } from "./host/notification-audit.js";
+export type { NotificationAudit } from "./host/notification-audit.js";
 
 export { FrameDecoder, FrameError, encodeFrame, FRAME_PROBLEMS } from "./protocol/codec.js";
 export type { FrameDecoderOptions, FrameProblem } from "./protocol/codec.js";

@@ -83,17 +83,10 @@ describe("the gate's steps apply to process tools", () => {
     expect(handle.status()).toMatchObject({ state: "ready", restarts: 0 });
   });
 
-  it("RequiresEscalation becomes approval: refused first, then approval_required with the reason, then run with escalation_approved", async () => {
+  it("RequiresEscalation becomes approval_required in one round trip, the reason as labelled data; granted, the call runs with escalation_approved", async () => {
     const { handle } = await fixture();
     const { gate, call } = gateOver(handle);
     const input = { action: "delete the archive" };
-    const first = await gate.invoke("fx.escalate", input, call);
-    expect(first).toMatchObject({
-      status: "error",
-      code: "approval_unknown",
-      boundary: "effect_not_started",
-      details: { escalation: { claimedBy: "tool process fx", verified: false, text: "about to delete the archive" } },
-    });
     const asked = await gate.invoke("fx.escalate", input, call);
     expect(asked.status).toBe("approval_required");
     if (asked.status !== "approval_required") return;
@@ -104,9 +97,10 @@ describe("the gate's steps apply to process tools", () => {
       tool: "fx.escalate",
       escalation: { claimedBy: "tool process fx", verified: false, text: "about to delete the archive" },
     });
-    // another input is not escalated by this one
+    // another input is not approved by this one: it goes to the tool, which asks again, with a request of its own
     const other = await gate.invoke("fx.escalate", { action: "something else" }, call);
-    expect(other).toMatchObject({ status: "error", code: "approval_unknown" });
+    expect(other).toMatchObject({ status: "approval_required", preview: { details: { escalation: { text: "about to something else" } } } });
+    expect((other as { requestId: string }).requestId).not.toBe(asked.requestId);
     const grant = await grantAsOwner(gate, asked.requestId);
     const done = await gate.invoke("fx.escalate", input, { ...call, approval: grant });
     expect(done).toMatchObject({ status: "ok", output: { output: { done: "delete the archive", approved: true } } });

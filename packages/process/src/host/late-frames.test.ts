@@ -1,12 +1,9 @@
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { eventually, FIXTURES, gateOver, marker, realPython, waitNoneWith } from "../fixtures/helpers.js";
+import { CROSSING_PEER, eventually, gateOver, marker, realPython, startCrossingPeer, waitNoneWith } from "../fixtures/helpers.js";
 import { EndedCalls, MAX_NOTIFICATION_CHARS, MAX_NOTIFICATIONS_PER_SECOND, NotificationGate, type ProcessNotification } from "./after-calls.js";
 import type { ProcessLogEvent, ToolProcessHandle } from "./options.js";
 import { runConformance } from "../conformance/run-conformance.js";
-import { startToolProcess } from "./start-tool-process.js";
 
-const CROSSING_PEER = join(FIXTURES, "crossing-peer.py");
 const handles: ToolProcessHandle[] = [];
 const tags: string[] = [];
 afterEach(async () => {
@@ -19,12 +16,7 @@ async function peer() {
   const tag = marker();
   const logs: ProcessLogEvent[] = [];
   const notifications: ProcessNotification[] = [];
-  const handle = await startToolProcess({
-    name: "crossing",
-    command: realPython(),
-    args: [CROSSING_PEER, tag],
-    sandbox: "none",
-    expectedScopes: { echo: "text:read", notify: "text:read", stray: "text:read" },
+  const handle = await startCrossingPeer(tag, {
     onLog: (e) => logs.push(e),
     onNotification: (n) => notifications.push(n),
     restart: { maxRestarts: 3, backoffMs: 10 },

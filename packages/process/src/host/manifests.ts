@@ -233,14 +233,18 @@ export function buildFamily(options: StartToolProcessOptions, sandbox: ResolvedS
           details: { escalation: toolClaim(options.name, outcome.reason, MAX_ESCALATION_REASON_CHARS) },
         });
       }
-      const claim = escalations.remember(key(), outcome.reason);
-      // Core has no way yet for a body to ask for approval mid-call: the same input, from the same caller, now requires it.
+      const escalationKey = key();
+      const claim = escalations.remember(escalationKey, outcome.reason);
+      // The gate asks a human now, with the host's escalation preview (the reason as labelled data, its digest in the plan):
+      // the caller gets approval_required in this round trip. The same input from the same caller then asks for that very
+      // preview, so once granted the retry takes the grant and is sent with escalation_approved.
       throw new ToolError(
         "approval_unknown",
         `${id} asked for a human's approval before acting; none was given. Call again with the same input to request one.`,
         {
           boundary: "effect_not_started",
           details: { escalation: claim, retry: "same input" },
+          askApproval: escalations.preview(escalationKey, id, value)!,
         },
       );
     };

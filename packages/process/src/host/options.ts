@@ -1,6 +1,7 @@
 import type { ActionType, ApprovalPreview, ApprovalRule, DataClass, Effect, PreviewContext, Redactor, RiskLevel, ToolFamily, Visibility } from "@toolgate/core";
 import type { DeclaredTool } from "../protocol/messages.js";
 import type { ProcessNotification } from "./after-calls.js";
+import type { NotificationAudit } from "./notification-audit.js";
 import type { ScopeTokenMapping } from "./scopes.js";
 import type { SandboxOption } from "./spawn.js";
 
@@ -112,6 +113,14 @@ export interface StartToolProcessOptions {
    * option notifications are dropped with a debug log. A throw here is ignored.
    */
   readonly onNotification?: (notification: ProcessNotification) => void;
+  /**
+   * Journal each notification that passed those bounds as an audit event `process.notification`
+   * (the gate's journal and redactor): data `{ process, callId?, notification: { claimedBy,
+   * verified: false, text }, findings? }`, the text the frame's fields as canonical JSON, made
+   * plain and redacted, `findings` the instruction-like phrasing found in it. Operators read them
+   * with `toolgate audit tail` (`--json` for the text). A journal that fails is logged, never fatal.
+   */
+  readonly audit?: NotificationAudit;
 }
 
 export type ToolProcessState = "ready" | "restarting" | "stopped" | "dead";

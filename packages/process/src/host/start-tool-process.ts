@@ -4,6 +4,7 @@ import { buildFamily, warmRegistration } from "./manifests.js";
 import type { ProcessLogEvent, StartToolProcessOptions, ToolProcessHandle, ToolProcessState, ToolProcessStatus } from "./options.js";
 import { ProcessSession, type CallOutcome, type SessionSpec } from "./session.js";
 import { childEnv, DEFAULT_PASS_ENV, resolveSandbox, sandboxSeccomp, wrappedArgv } from "./spawn.js";
+import { notificationSink } from "./notification-audit.js";
 import { childSecrets, stderrSummary } from "./stderr-tail.js";
 import { plainLine } from "./untrusted-text.js";
 
@@ -91,7 +92,7 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     handshakeTimeoutMs,
     maxStderrBytes: Math.floor(positive(options.maxStderrBytes, 64 * 1024, "maxStderrBytes")),
     log: (level, message) => log({ level, message }),
-    notify: options.onNotification && ((notification) => options.onNotification!({ process: name, ...notification })),
+    notify: notificationSink(name, options.onNotification, options.audit, (message) => log({ level: "warn", message })),
   };
 
   /** Spawn and handshake; on any failure the child is killed and reaped before this rejects. */

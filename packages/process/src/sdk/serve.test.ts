@@ -47,9 +47,8 @@ describe("a tool process written with the SDK", () => {
 
     const guarded = await gate.invoke("sdk.guarded", { what: "publish" }, call);
     expect(guarded).toMatchObject({
-      status: "error",
-      code: "approval_unknown",
-      details: { escalation: { claimedBy: "tool process sdk", verified: false, text: "wants to publish" } },
+      status: "approval_required",
+      preview: { details: { escalation: { claimedBy: "tool process sdk", verified: false, text: "wants to publish" } } },
     });
 
     const controller = new AbortController();

@@ -68,15 +68,7 @@ async function buildPreview(env: GateEnv, c: Authorized): Promise<BuiltPreview |
       };
       return manifest.preview!(c.parsed, ctx);
     });
-    const problems = previewProblems(raw);
-    if (problems) return new ToolError("preview_invalid", `${manifest.id} built an invalid preview: ${problems}`);
-    const copy = JSON.parse(canonicalJson(raw)) as ApprovalPreview;
-    const shown = env.redactor.redact(copy);
-    // The grant binds what the human saw: a plan with a secret in it would differ from what was shown.
-    if (copy.plan !== undefined && canonicalJson(shown.plan ?? null) !== canonicalJson(copy.plan)) {
-      return new ToolError("preview_invalid", `${manifest.id} built a plan that carries a registered secret; a plan holds only what the human can see`);
-    }
-    return { preview: shown, previewHash: hashCanonical(shown), plan: copy.plan };
+    return checkPreview(env, manifest.id, raw);
   } catch (cause) {
     const error = ToolError.is(cause)
       ? cause
@@ -84,6 +76,19 @@ async function buildPreview(env: GateEnv, c: Authorized): Promise<BuiltPreview |
     thrownByPreview.add(error);
     return error;
   }
+}
+
+/** A preview as the human will see it: checked, redacted and hashed; the grant binds that hash. Also for a body's mid-call ask. */
+export function checkPreview(env: GateEnv, toolId: string, raw: unknown): BuiltPreview | ToolError {
+  const problems = previewProblems(raw);
+  if (problems) return new ToolError("preview_invalid", `${toolId} built an invalid preview: ${problems}`);
+  const copy = JSON.parse(canonicalJson(raw)) as ApprovalPreview;
+  const shown = env.redactor.redact(copy);
+  // The grant binds what the human saw: a plan with a secret in it would differ from what was shown.
+  if (copy.plan !== undefined && canonicalJson(shown.plan ?? null) !== canonicalJson(copy.plan)) {
+    return new ToolError("preview_invalid", `${toolId} built a plan that carries a registered secret; a plan holds only what the human can see`);
+  }
+  return { preview: shown, previewHash: hashCanonical(shown), plan: copy.plan };
 }
 
 /** Errors a preview threw (or that carry its text), as opposed to the gate's verdicts on what it returned. */

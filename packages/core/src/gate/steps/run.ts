@@ -11,6 +11,7 @@ import type { InvokeResult } from "../results.js";
 import { bounded, openConnector } from "../connector-access.js";
 import type { GateEnv } from "../env.js";
 import { watchLate } from "../late-result.js";
+import { askMidCall, asksApproval } from "../mid-call-approval.js";
 import { abortedError, settleFailure, thrownError } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
 import { HandlerRun, type HandlerOutcome } from "../run-handler.js";
@@ -55,7 +56,11 @@ function settleOutcome(c: Runnable, env: GateEnv, outcome: HandlerOutcome): Ran 
     watchLate(env, c, outcome.late);
     return settleFailure(env, c, ...abortedError(manifest, outcome.why));
   }
-  if (outcome.kind === "threw") return settleFailure(env, c, ...thrownError(manifest, outcome.error, env.redactor));
+  if (outcome.kind === "threw") {
+    // A body may ask for a human before its effect: the caller gets approval_required, as from the approve step.
+    if (asksApproval(outcome.error)) return askMidCall(c, env, outcome.error);
+    return settleFailure(env, c, ...thrownError(manifest, outcome.error, env.redactor));
+  }
   (c as Writable<Ran>).raw = outcome.value;
   return c as Ran;
 }
