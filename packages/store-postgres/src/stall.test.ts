@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -46,11 +46,13 @@ describeWithPostgres("a writer that stalls holding the audit head lock", () => {
     try {
       const setup = await connectPostgresJournal(pgUrl, { auditKey: key, schema });
       others.push(setup, await connectPostgresJournal(pgUrl, { auditKey: key, schema, timeouts }));
-      let out = "";
-      const child = execFile(process.execPath, [stallWorker, pgUrl, schema, key, JSON.stringify(timeouts)], { timeout: 60_000 }, (_e, stdout) => {
-        out = stdout;
+      // Settles once the worker has exited and its output is read to the end.
+      let child!: ChildProcess;
+      const finished = new Promise<{ code: number; out: string }>((done) => {
+        child = execFile(process.execPath, [stallWorker, pgUrl, schema, key, JSON.stringify(timeouts)], { timeout: 60_000 }, (error, out) =>
+          done({ code: error ? Number(error.code ?? 1) : 0, out }),
+        );
       });
-      const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
       const pid = child.pid!;
       try {
         await until("the worker to stop itself holding the lock", 20_000, () => stateOf(pid) === "T");
@@ -64,7 +66,8 @@ describeWithPostgres("a writer that stalls holding the audit head lock", () => {
       } finally {
         process.kill(pid, "SIGCONT");
       }
-      expect(await exited).toBe(0);
+      const { code, out } = await finished;
+      expect(code, out).toBe(0);
       const report = JSON.parse(out) as { stopped: boolean; calls: Ended[]; queued: Ended[]; after: Ended };
       expect(report.stopped).toBe(true);
       // Every call of the stalled batch: a typed, retryable refusal; nothing of it was committed.
