@@ -192,6 +192,7 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .option("--default", "the provider's default connection")
     .option("--no-browser", "print the address only; never open a browser")
     .option("--timeout <seconds>", "how long to wait for the browser's answer", wholeNumber, 300)
+    .option("--port <n>", "the loopback listener's port (default: any free one; for a provider that needs the registered port)", wholeNumber)
     .action(withRuntime((rt, provider: "google" | "notion", opts: ConnectOptions) => connectionsConnect(rt, provider, opts, io)));
   connections
     .command("status")

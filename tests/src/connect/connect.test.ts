@@ -222,9 +222,11 @@ describe("toolgate connections connect google", () => {
     expect(await status()).toEqual([]);
   });
 
-  it("the emulator refuses a non-loopback redirect URI in the CLI's address; a replayed redirect cannot reach the closed listener", async () => {
+  it("the emulator refuses a non-loopback redirect URI in the CLI's address; a replayed redirect cannot reach the closed listener; --port is kept", async () => {
     let replay = "";
-    const r = await connect(["connections", "connect", "google", "--no-browser"], async (url) => {
+    const port = String(40000 + Math.floor(Math.random() * 20000));
+    const r = await connect(["connections", "connect", "google", "--no-browser", "--port", port], async (url) => {
+      expect(new URL(url.searchParams.get("redirect_uri")!).port).toBe(port);
       const evil = new URL(url);
       evil.searchParams.set("redirect_uri", "http://attacker.example/callback");
       const refused = await fetch(evil, { redirect: "manual" });
@@ -250,6 +252,10 @@ describe("toolgate connections connect google", () => {
     expect((await toolgate("connections", "connect", "dropbox")).code).toBe(2);
     expect((await toolgate("connections", "connect", "google", "--timeout", "0")).code).toBe(2);
     expect((await toolgate("connections", "connect", "google", "--timeout", "soon")).code).toBe(2);
+    expect((await toolgate("connections", "connect", "google", "--port", "70000")).code).toBe(2);
+    const taken = await toolgate("connections", "connect", "google", "--no-browser", "--timeout", "1", "--port", String(google.port));
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toContain(`cannot listen on 127.0.0.1:${google.port} (EADDRINUSE)`);
   });
 });
 

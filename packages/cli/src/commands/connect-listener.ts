@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
-/** A one-shot loopback listener for an OAuth redirect (RFC 8252 §7.3), on 127.0.0.1 and an ephemeral port. */
+/** A one-shot loopback listener for an OAuth redirect (RFC 8252 §7.3), on 127.0.0.1 and an ephemeral port (or `port`). */
 export interface RedirectListener {
   /** `http://127.0.0.1:<port>/callback`. */
   readonly redirectUri: string;
@@ -15,7 +15,7 @@ export interface RedirectListener {
 
 const PATH = "/callback";
 
-export async function listenForRedirect(): Promise<RedirectListener> {
+export async function listenForRedirect(port = 0): Promise<RedirectListener> {
   let onRedirect: ((params: URLSearchParams) => string) | undefined;
   let settle: ((params: URLSearchParams | undefined) => void) | undefined;
   const server = createServer((req, res) => {
@@ -40,16 +40,16 @@ export async function listenForRedirect(): Promise<RedirectListener> {
   server.keepAliveTimeout = 1000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
+    server.listen(port, "127.0.0.1", () => resolve());
   });
-  const port = (server.address() as AddressInfo).port;
+  const bound = (server.address() as AddressInfo).port;
   const close = () =>
     new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
     });
   return {
-    redirectUri: `http://127.0.0.1:${port}${PATH}`,
+    redirectUri: `http://127.0.0.1:${bound}${PATH}`,
     wait(timeoutMs, reply) {
       return new Promise((resolve) => {
         const timer = setTimeout(() => {

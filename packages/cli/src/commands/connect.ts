@@ -15,6 +15,8 @@ export interface ConnectOptions extends Omit<ConnectionOptions, "provider" | "id
   readonly browser: boolean;
   /** Seconds to wait for the browser's answer. */
   readonly timeout: number;
+  /** The listener's port; default 0 (any free one). For a provider that matches the registered port too. */
+  readonly port?: number;
 }
 
 /**
@@ -39,7 +41,14 @@ export async function connectionsConnect(runtime: Runtime, provider: ConnectProv
   const asked = options.scopes !== undefined ? options.scopes.split(/[\s,]+/).filter(Boolean) : (client.scopes ?? [...new Set(tools.flatMap((t) => t.scopes))]);
   if (asked.length === 0) throw new CliFailure(`no scopes to ask ${provider} for: no composed tool needs one`, EXIT.usage, "give them with --scopes");
 
-  const listener = await listenForRedirect();
+  if (options.port !== undefined && options.port > 65535) throw new CliFailure(`--port must be from 0 to 65535, not ${options.port}`, EXIT.usage);
+  const listener = await listenForRedirect(options.port).catch((error: NodeJS.ErrnoException) => {
+    throw new CliFailure(
+      `cannot listen on 127.0.0.1:${options.port ?? 0} (${error.code ?? "error"})`,
+      EXIT.failed,
+      "give another --port, or leave it out for any free one",
+    );
+  });
   let params: URLSearchParams | undefined;
   const state = randomBytes(32).toString("base64url");
   const verifier = randomBytes(32).toString("base64url");
