@@ -1,12 +1,11 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { closePipesAfterExit } from "../host/spawn.js";
 import { encodeFrame, FrameDecoder } from "../protocol/codec.js";
 import { classifyToolMessage, type ToolMessage } from "../protocol/messages.js";
 
 const TERMINAL = new Set(["ToolResult", "ToolError", "RequiresEscalation"]);
 /** Bytes of the child's stderr kept (the end). */
 const STDERR_KEPT = 16 * 1024;
-/** After the child exits, how long its pipes may stay open (held by a process it left behind) before they are closed here. */
-const PIPES_AFTER_EXIT_MS = 250;
 
 /** A bare protocol peer for the conformance kit: sends any frame, records every violation it sees. */
 export class WireClient {
@@ -35,13 +34,8 @@ export class WireClient {
         this.stderrDropped = true;
       }
     });
-    // A process the child left behind (in a session of its own) may hold the pipes open for as long as it lives:
-    // once the child itself has exited, its pipes are closed here, so the run ends with the child, not with that process.
-    this.child.on("exit", () => {
-      setTimeout(() => {
-        for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) stream.destroy();
-      }, PIPES_AFTER_EXIT_MS).unref();
-    });
+    // A process the child left behind may hold its pipes: the run ends with the child, not with that process.
+    closePipesAfterExit(this.child);
     this.child.stdout.on("data", (chunk: Buffer) => {
       let frames: unknown[];
       try {

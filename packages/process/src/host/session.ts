@@ -11,10 +11,8 @@ import {
   type VerificationState,
 } from "../protocol/messages.js";
 import { EndedCalls, NotificationGate, type ProcessNotification } from "./after-calls.js";
+import { closePipesAfterExit } from "./spawn.js";
 import { plainLine } from "./untrusted-text.js";
-
-/** After the child exits, how long its pipes may stay open (held by a process it left behind) before they are closed. */
-const PIPES_AFTER_EXIT_MS = 250;
 
 /** Tool text quoted in the host's own messages: plain, and withheld whole when long (see untrusted-text.ts). */
 const told = (text: string): string => plainLine(text, 1000, "the tool's text");
@@ -109,14 +107,11 @@ export class ProcessSession {
       program?.on("error", () => undefined);
       program?.end(spec.seccomp);
     }
+    closePipesAfterExit(this.child);
     this.child.stdout.on("data", (chunk: Buffer) => this.onStdout(chunk));
     this.child.stderr.on("data", (chunk: Buffer) => this.onStderr(chunk));
     this.child.on("exit", (code, signal) => {
       this.exitDescription = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      // A process it left behind in a session of its own may hold the pipes open: closed here shortly after the exit.
-      setTimeout(() => {
-        for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) stream.destroy();
-      }, PIPES_AFTER_EXIT_MS).unref();
     });
     this.closed = new Promise<void>((resolve) => {
       this.child.on("close", (code, signal) => {

@@ -1,3 +1,4 @@
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { ToolError } from "@toolgate/core";
@@ -175,4 +176,23 @@ export function wrappedArgv(command: string, args: readonly string[], sandbox: R
   const masks = spec.kind === "bubblewrap" ? bubblewrapMasks(["/"]) : spec.kind === "firejail" ? protectedPaths().map((p) => `--blacklist=${p}`) : [];
   const seccomp = sandboxSeccomp(sandbox) ? ["--add-seccomp-fd", String(SECCOMP_FD)] : [];
   return [found, ...known.args, ...seccomp, ...masks, ...chdir, ...extra, command, ...args];
+}
+
+/** After a child exits, how long its pipes may stay open (held by a process it left behind) before they are closed. */
+const PIPES_AFTER_EXIT_MS = 250;
+
+/**
+ * Close a child's pipes shortly after it exits: a process it left behind in a session of its own
+ * may hold them open for as long as it lives, and whoever waits for the child's `close` would wait
+ * for that process. The close runs after the event loop's next poll, so what the child wrote before
+ * it exited is read first.
+ */
+export function closePipesAfterExit(child: ChildProcessWithoutNullStreams): void {
+  child.once("exit", () => {
+    setTimeout(() => {
+      setImmediate(() => {
+        for (const stream of [child.stdin, child.stdout, child.stderr]) stream.destroy();
+      });
+    }, PIPES_AFTER_EXIT_MS).unref();
+  });
 }
