@@ -3,9 +3,9 @@
 // against the built CLI, in a copy of the repository root after the quick start; each line exits
 // as it says (`# exit N`, else 0) and the block prints what its marker expects. A command block
 // that is not marked must be listed below with the reason it cannot run here.
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { blocksOf, builtCli, expectedExit, keyOf, quickStartCopy, runBlock, SHELL, type Block } from "./harness.js";
 
 const DOCS = ["docs/operating.md", "docs/writing-a-tool-process.md"];
@@ -60,6 +60,7 @@ for (const doc of DOCS) {
       ({ dir, env } = quickStartCopy("toolgate-docs-commands-"));
       writeFileSync(join(dir, "token.json"), JSON.stringify(TOKEN_JSON));
     });
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
     const marked = blocks.filter((b): b is Block => b.doc === doc && b.run);
     for (const [i, block] of marked.entries()) {
