@@ -175,7 +175,7 @@ describe("every publishable package, as npm packs it", () => {
     publint = await mapLimit(packed, 3, (p) => runAsync(bin("publint"), ["run", p.tarball, "--strict"], dest));
     attw = await mapLimit(packed, 3, (p) => runAsync(bin("attw"), [p.tarball, "--profile", "esm-only", "--format", "json"], dest));
   }, 240_000);
-  afterAll(() => rmSync(dest, { recursive: true, force: true }));
+  afterAll(() => rmSync(dest, { recursive: true, force: true }), 60_000);
   const find = (dir: string) => packed.find((p) => p.dir === dir)!;
   const answer = (of: Checked[], dir: string) => of[packed.findIndex((p) => p.dir === dir)]!;
 
