@@ -62,6 +62,9 @@ describeWithPostgres("a writer that stalls holding the audit head lock", () => {
         const waited = Date.now() - started;
         expect(appended, "the fleet waited on the stalled writer's lock").not.toBe("still waiting");
         expect(waited).toBeLessThan(timeouts.idleInTransactionTimeoutMs + 2000);
+        console.log(
+          `stalled writer: two others committed ${waited} ms after it stopped holding the lock (idle timeout ${timeouts.idleInTransactionTimeoutMs} ms)`,
+        );
         expect(stateOf(pid)).toBe("T");
       } finally {
         process.kill(pid, "SIGCONT");
