@@ -76,6 +76,16 @@ export default {
             createNotionConnector(),
           ],
         }),
+        // `toolgate connections connect google|notion` signs in through these OAuth clients (register a
+        // desktop client with the redirect URI http://127.0.0.1/callback); without them it says what to set.
+        oauthClients: [
+          ...(process.env.GOOGLE_CLIENT_ID && process.env.GOOGLE_CLIENT_SECRET
+            ? [{ provider: "google", clientId: process.env.GOOGLE_CLIENT_ID, clientSecret: process.env.GOOGLE_CLIENT_SECRET }]
+            : []),
+          ...(process.env.NOTION_CLIENT_ID && process.env.NOTION_CLIENT_SECRET
+            ? [{ provider: "notion", clientId: process.env.NOTION_CLIENT_ID, clientSecret: process.env.NOTION_CLIENT_SECRET }]
+            : []),
+        ],
         close: () => textstats.stop(),
       };
     } catch (error) {

@@ -24,6 +24,8 @@ const NOT_RUN: Record<string, string> = {
     "needs a witness on another disk named in the composition file (packages/cli's witness tests run it)",
   'docs/operating.md: npx toolgate outbox resolve KEY --applied --note "checked the sent folder"':
     "needs an entry a crash left unknown, named by its key (packages/cli and tests/src/console resolve real ones)",
+  "docs/operating.md: npx toolgate connections connect google --default":
+    "needs a person at a browser and a provider's OAuth client (tests/src/connect runs the flow against the emulators in Chromium)",
 };
 
 /** The user's own file from their provider that the vault block imports: an OAuth token response. */
