@@ -15,7 +15,7 @@ export function vaultOf(runtime: Runtime): TokenVault {
     throw new CliFailure(
       "this configuration names no token vault",
       EXIT.config,
-      'add vault: { file: ".toolgate/vault.json", key: { env: "TOOLGATE_VAULT_KEY" } } to the composition file',
+      'add vault: { key: { env: "TOOLGATE_VAULT_KEY" } } to the composition file (the vault is kept in the state directory), and set TOOLGATE_VAULT_KEY (docs/operating.md, "The token vault")',
     );
   return runtime.vault;
 }
