@@ -138,12 +138,13 @@ describe("publint and @arethetypeswrong/cli fail a broken package (the wiring be
     writeFileSync(join(dir, "pkg", "dist", "other.d.ts"), "export declare const x: number;\n");
     const r = run("npm", ["pack", "--pack-destination", dir, "--json"], join(dir, "pkg"));
     tarball = join(dir, (JSON.parse(r.stdout) as { filename: string }[])[0]!.filename);
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  }, 60_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }), 60_000);
 
   it("publint reports it", () => {
     const r = run(bin("publint"), ["run", tarball, "--strict"], dir);
     expect(r.status, r.stdout).not.toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/gone\.d\.ts/);
   });
 
   it("attw reports it", () => {
