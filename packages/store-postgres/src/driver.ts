@@ -140,6 +140,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
         // Set once the write and COMMIT are sent: a connection lost after that may have committed.
         let committing = false;
         let xid: string | undefined;
+        let sent: { seq: number; mac: string } | null | undefined; // null: nothing written
         try {
           const results = (await client.query(lockAndRead)) as unknown as pg.QueryResult[];
           fetched = wallClock();
@@ -248,6 +249,7 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           // One round trip writes and commits (the commit returns after its fsync).
           const writing = audit.seqs.length + e.length + r.length + c.length > 0;
           committing = true;
+          sent = audit.seqs.length > 0 ? { seq: audit.seqs[0]!, mac: audit.macs[0]! } : writing ? undefined : null;
           await client.query(
             writing
               ? `${execute(q.write, [
@@ -280,7 +282,10 @@ export function postgresDriver(pool: pg.Pool, options: PostgresDriverOptions): J
           if (session && (broken !== undefined || connectionLost(inner))) broken ??= inner;
           if (broken === undefined) await client.query("ROLLBACK").catch(() => undefined);
           let outcome: boolean | undefined = false;
-          if (broken !== undefined && committing) outcome = await committed(pool, xid!, timeouts.commitOutcomeTimeoutMs);
+          // A batch that wrote nothing has nothing to lose; one that did is found by its first link.
+          if (broken !== undefined && committing) {
+            outcome = sent === null ? true : sent && (await committed(pool, { xid: xid!, linkQuery: q.link, ...sent }, timeouts.commitOutcomeTimeoutMs));
+          }
           if (outcome === undefined) {
             for (const op of batch) op.reject(unknownCommitError(schema, inner, timeouts.commitOutcomeTimeoutMs));
             return;

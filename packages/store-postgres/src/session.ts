@@ -99,19 +99,40 @@ export function unknownCommitError(schema: string, cause: unknown, waitedMs: num
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** What a lost batch would have left if it committed: its first audit link. */
+export interface CommitProbe {
+  /** The transaction's id, while it may still be running. */
+  readonly xid: string;
+  /** `SELECT mac FROM <schema>.audit WHERE seq = $1`. */
+  readonly linkQuery: string;
+  readonly seq: number;
+  readonly mac: string;
+}
+
 /**
- * Whether transaction `xid` committed, asked on new connections until `timeoutMs` passes (the
- * server may be restarting): `true`, `false` (aborted, or lost in a crash), or undefined when no
- * answer came. A transaction still `in progress` belongs to a session the server has not yet ended.
+ * Whether the batch committed, asked on new connections until `timeoutMs` passes (the server may
+ * be restarting): `true`, `false`, or undefined when no answer came. First its transaction must be
+ * over (`pg_xact_status` not `in progress`: its session may not have ended yet); then the answer
+ * is the chain itself: its first link stored with its MAC. The id alone is not the answer: after a
+ * crash the server may hand an id that never reached its log to a new transaction ("in the
+ * future" until then), whose outcome is not this batch's.
  */
-export async function committed(pool: pg.Pool, xid: string, timeoutMs: number): Promise<boolean | undefined> {
+export async function committed(pool: pg.Pool, probe: CommitProbe, timeoutMs: number): Promise<boolean | undefined> {
   const until = Date.now() + timeoutMs;
   for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
     try {
-      const { rows } = await pool.query<{ status: string | null }>("SELECT pg_xact_status($1::xid8) AS status", [xid]);
-      const status = rows[0]?.status;
-      if (status === "committed") return true;
-      if (status === "aborted") return false;
+      const status = await pool.query<{ status: string | null }>("SELECT pg_xact_status($1::xid8) AS status", [probe.xid]).then(
+        ({ rows }) => rows[0]?.status,
+        // invalid_parameter_value: an id "in the future", lost in a crash (so its transaction is over)
+        (cause: unknown) => {
+          if ((cause as { code?: unknown } | null)?.code === "22023") return "lost";
+          throw cause;
+        },
+      );
+      if (status !== "in progress") {
+        const { rows } = await pool.query<{ mac: string }>(probe.linkQuery, [probe.seq]);
+        return rows[0]?.mac === probe.mac;
+      }
     } catch {
       // the server is not back yet
     }

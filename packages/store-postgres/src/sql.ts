@@ -17,6 +17,7 @@ export function queries(schema: string) {
     // transaction's id, to ask whether it committed when the connection is lost during its commit.
     lockedAt: `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS at, pg_current_xact_id()::text AS xid`,
     head: `SELECT seq, mac FROM ${s}.audit_head WHERE id = 1`,
+    link: `SELECT mac FROM ${s}.audit WHERE seq = $1`,
     readAudit: `SELECT seq, subject, payload, prev_mac, mac FROM ${s}.audit WHERE seq > $1 ORDER BY seq LIMIT $2`,
     // Every declared row with its latest link, in one round trip: entries by key (stored or not),
     // requests by id or open input hash, declared requests that are not stored but have a link, and
