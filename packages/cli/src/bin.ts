@@ -12,3 +12,6 @@ process.stderr.on("error", (error: NodeJS.ErrnoException) => {
 });
 
 process.exitCode = await run(process.argv.slice(2));
+// A failed command is over: something a composition file started and never stopped (a child process,
+// a timer) must not keep it running. Its output is written; the grace lets open handles close first.
+if (process.exitCode !== 0) setTimeout(() => process.exit(), 2_000).unref();

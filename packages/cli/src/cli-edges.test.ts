@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -176,5 +176,35 @@ describe("--help on every command", () => {
     const r = toolgate("tool", "test", "--", process.execPath, "-e", "process.exit(0)", "--help");
     expect(r.stdout).not.toMatch(/^Usage: toolgate/m);
     expect(r.stdout).toMatch(/FAIL handshake/);
+  });
+});
+
+describe("a composition that starts a process and then fails", () => {
+  // The composition leaves a child running (its pipes keep the event loop alive) and then fails; the
+  // command must still end, with the composition's error, instead of waiting on the child forever.
+  const starts = 'import { spawn } from "node:child_process";\nconst child = spawn("sleep", ["60"], { stdio: ["ignore", "pipe", "pipe"] });\n';
+  it("compose() throws after the child started: the command ends with its error", () => {
+    writeFileSync(
+      join(dir, "leaky.mjs"),
+      `${starts}export default { profiles: [], compose: async () => { throw new Error("the families could not be built"); } };\n`,
+    );
+    const started = Date.now();
+    const r = toolgate("--config", "leaky.mjs", "inventory");
+    expect(r.code, r.stderr).not.toBe(0);
+    expect(r.code).not.toBe(-1); // -1: killed by the 30 s timeout, still running
+    expect(r.stderr).toContain("the families could not be built");
+    expect(Date.now() - started).toBeLessThan(25_000);
+  });
+
+  it("the families it returned cannot be registered: its close() runs and the command ends", () => {
+    const family = '{ name: "dup", tools: [] }';
+    writeFileSync(
+      join(dir, "dup.mjs"),
+      `${starts}import { writeFileSync } from "node:fs";\nexport default { profiles: [], compose: async () => ({ families: [${family}, ${family}], close: () => { writeFileSync("closed.txt", "yes"); child.kill(); } }) };\n`,
+    );
+    const r = toolgate("--config", "dup.mjs", "inventory");
+    expect(r.code, r.stderr).not.toBe(0);
+    expect(r.code).not.toBe(-1);
+    expect(readFileSync(join(dir, "closed.txt"), "utf8")).toBe("yes");
   });
 });

@@ -56,15 +56,23 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
     await journal.close();
     throw cause;
   }
-  const registry = createToolRegistry({ families: composition.families }) as unknown as ToolRegistry;
-  const gate = createGate({
-    registry,
-    journal,
-    secrets,
-    ...(composition.connectors ? { connectors: composition.connectors } : {}),
-    ...(composition.verifier ? { verifier: composition.verifier } : {}),
-    ...(composition.workspace ? { workspace: composition.workspace } : {}),
-  }) as unknown as Gate;
+  let registry: ToolRegistry;
+  let gate: Gate;
+  try {
+    registry = createToolRegistry({ families: composition.families }) as unknown as ToolRegistry;
+    gate = createGate({
+      registry,
+      journal,
+      secrets,
+      ...(composition.connectors ? { connectors: composition.connectors } : {}),
+      ...(composition.verifier ? { verifier: composition.verifier } : {}),
+      ...(composition.workspace ? { workspace: composition.workspace } : {}),
+    }) as unknown as Gate;
+  } catch (cause) {
+    // What the composition started (a tool process) is stopped, or it would keep the command running.
+    await Promise.allSettled([Promise.resolve().then(() => composition.close?.()), journal.close()]);
+    throw cause;
+  }
   const byName = new Map(config.profiles.map((p) => [p.name, p]));
   return {
     configPath,
