@@ -45,6 +45,34 @@ describe("a composition file that does not parse", () => {
   });
 });
 
+describe("a composition file whose imports do not resolve", () => {
+  const cases: [string, string, string, string][] = [
+    [
+      "missing.mjs",
+      'import x from "no-such-package-here";\nexport default { profiles: [], compose: () => ({ families: [x] }) };\n',
+      "no-such-package-here",
+      "npm install no-such-package-here",
+    ],
+    ["relative.mjs", 'import x from "./nowhere.mjs";\nexport default { profiles: [], compose: () => ({ families: [x] }) };\n', "nowhere.mjs", "check the path"],
+    [
+      "unexported.mjs",
+      'import { nothingLikeThis } from "node:path";\nexport default { profiles: [], compose: () => ({ families: [nothingLikeThis] }) };\n',
+      "no export named nothingLikeThis",
+      "check the names",
+    ],
+  ];
+  for (const [name, text, says, hint] of cases) {
+    it(`${name}: exit 3, says what cannot be found and what to do (not a syntax hint)`, () => {
+      writeFileSync(join(dir, name), text);
+      const r = toolgate("--config", name, "inventory");
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toContain(says);
+      expect(r.stderr).toContain(hint);
+      expect(r.stderr).not.toContain("fix the syntax");
+    });
+  }
+});
+
 describe("an unknown --profile", () => {
   const commands: string[][] = [
     ["inventory", "--profile", "nobody"],

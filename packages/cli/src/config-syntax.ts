@@ -54,3 +54,29 @@ export function moduleErrorLine(source: string): number | undefined {
 function lineAt(text: string, index: number): number {
   return text.slice(0, index).split("\n").length;
 }
+
+/**
+ * A composition file whose imports do not resolve (a package not installed, a name a module does not
+ * export): a `config_invalid` naming the file and what to do, rather than a syntax hint.
+ */
+export function importFailure(path: string, cause: unknown): ToolError | undefined {
+  const code = (cause as { code?: unknown } | null)?.code;
+  const message = cause instanceof Error ? cause.message : "";
+  const missing = /Cannot find (?:package|module) '([^']+)'/.exec(message);
+  if (code === "ERR_MODULE_NOT_FOUND" && missing) {
+    const name = missing[1] ?? "";
+    const hint = name.startsWith("/") || name.startsWith(".") ? `check the path ${name}` : `install it beside ${basename(path)} (npm install ${name})`;
+    return new ToolError("config_invalid", `${basename(path)} imports ${name}, which cannot be found`, {
+      cause,
+      details: { file: path, hint: `${hint}, then run the command again` },
+    });
+  }
+  const unexported = /The requested module '([^']+)' does not provide an export named '([^']+)'/.exec(message);
+  if (cause instanceof SyntaxError && unexported) {
+    return new ToolError("config_invalid", `${basename(path)}: ${unexported[1]} has no export named ${unexported[2]}`, {
+      cause,
+      details: { file: path, hint: `check the names ${basename(path)} imports from ${unexported[1]} (its README lists them), then run the command again` },
+    });
+  }
+  return undefined;
+}

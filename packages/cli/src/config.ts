@@ -5,7 +5,7 @@ import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { ToolError, type ConnectorRuntime, type Journal, type ToolFamily, type Verifier, type Workspace } from "@toolgate/core";
 import { type TokenVault, type VaultKeySource } from "@toolgate/core/connectors";
-import { jsonErrorLine, moduleErrorLine, syntaxFailure } from "./config-syntax.js";
+import { importFailure, jsonErrorLine, moduleErrorLine, syntaxFailure } from "./config-syntax.js";
 import { checkProfiles, configProfileSchema, type ConfigProfile } from "./config-profiles.js";
 import type { OAuthClientSetup } from "./commands/connect-setup.js";
 
@@ -259,6 +259,8 @@ async function importModule(path: string): Promise<unknown> {
   try {
     return await import(pathToFileURL(path).href);
   } catch (cause) {
+    const unresolved = importFailure(path, cause);
+    if (unresolved) throw unresolved;
     if (!(cause instanceof SyntaxError)) throw cause;
     throw syntaxFailure(path, moduleErrorLine(await readFile(path, "utf8")), cause.message, cause);
   }
