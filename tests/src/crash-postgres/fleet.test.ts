@@ -65,8 +65,9 @@ describe.skipIf(postgresSkipReason !== undefined)("fleet crash test (postgres)",
     const started = Date.now();
 
     const start = (id: string): Worker => {
-      const proc = spawn(process.execPath, [workerScript, server.url, schema, key.toString("hex"), ledgerPath, id, String(OLDER_THAN_MS), String(LEASE_MS)], {
+      const proc = spawn(process.execPath, [workerScript, server.url, schema, ledgerPath, id, String(OLDER_THAN_MS), String(LEASE_MS)], {
         stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, TOOLGATE_FLEET_AUDIT_KEY: key.toString("hex") },
       });
       let out = "";
       let err = "";

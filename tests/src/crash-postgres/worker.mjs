@@ -5,7 +5,9 @@ import { recoverOutbox } from "@toolgate/core/operator";
 import { connectPostgresJournal } from "@toolgate/store-postgres";
 import { CALL, CHARGE, UPSERT, ledgerGate, openLedger } from "./ledger.mjs";
 
-const [url, schema, keyHex, ledgerPath, worker, olderThanMs, leaseMs] = process.argv.slice(2);
+const [url, schema, ledgerPath, worker, olderThanMs, leaseMs] = process.argv.slice(2);
+// The audit key comes through the environment, never the command line (which any local user can list).
+const keyHex = process.env["TOOLGATE_FLEET_AUDIT_KEY"] ?? "";
 const IN_FLIGHT = 4;
 const journal = await connectPostgresJournal(url, { auditKey: Buffer.from(keyHex, "hex"), schema, poolSize: 4 });
 const db = openLedger(ledgerPath);
