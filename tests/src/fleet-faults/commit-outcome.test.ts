@@ -3,9 +3,9 @@ import { hashCanonical, ToolError } from "@toolgate/core";
 import { recoverOutbox, verifyAuditChain } from "@toolgate/core/operator";
 import { sampleIntent } from "@toolgate/core/testing";
 import { connectPostgresJournal, type PostgresJournal } from "@toolgate/store-postgres";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startCluster, type Cluster } from "./cluster.js";
-import { commitCutter, type CommitCutter } from "./proxy.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { describeWithCluster, startCluster, type Cluster } from "./fixtures/cluster.js";
+import { commitCutter, type CommitCutter } from "./fixtures/proxy.js";
 // @ts-expect-error plain ESM module shared with the crash test: the ledger provider and its two tools
 import { CALL, ledgerGate, openLedger } from "../crash/ledger.mjs";
 
@@ -47,7 +47,7 @@ async function cutBatch(cutter: CommitCutter, journal: PostgresJournal, when: "b
   return ended;
 }
 
-describe("a connection lost during a batch's COMMIT", () => {
+describeWithCluster("a connection lost during a batch's COMMIT", () => {
   beforeAll(() => {
     cluster = startCluster();
   }, 120_000);
