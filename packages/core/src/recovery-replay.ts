@@ -12,8 +12,8 @@ import { findTool } from "./gate/steps/resolve.js";
 import { killSwitchRecovered } from "./gate/steps/kill-switch.js";
 import { freezeInput } from "./gate/steps/freeze.js";
 import { parseInput } from "./gate/steps/validate.js";
+import { RECOVERY_PROFILE } from "./gate/recovered.js";
 import type { IntentInput, OutboxEntry } from "./journal/types.js";
-import type { Profile } from "./profile.js";
 
 interface Recovered {
   readonly entry: OutboxEntry;
@@ -21,31 +21,35 @@ interface Recovered {
   readonly signal: AbortSignal | undefined;
 }
 
-const RECOVERY_PROFILE = Object.freeze({
-  name: "recovery",
-  allow: Object.freeze([]),
-  maxRisk: "critical",
-  consents: Object.freeze([]),
-  egress: Object.freeze([]),
-  onInjection: "flag",
-  limits: Object.freeze([]),
-}) as Profile;
-
 /**
- * The recorded intent, checked as the live steps would check a call: the tool still exists, the
- * recorded input still hashes to what was authorized and still passes the schema. Any failure
- * throws: recovery records the entry as unknown for an operator.
+ * What recovery would replay, checked as the live steps would check a call: the tool still exists
+ * and is, as registered now, an idempotent side effect of the recorded kind (a live retry of an
+ * unknown entry follows the tool as registered too), and the recorded input still hashes to what
+ * was authorized and still passes the schema. A `ToolError` says why it cannot be replayed.
  */
+export function checkRecorded(env: GateEnv, entry: OutboxEntry) {
+  const tool = findTool(env, entry.toolId);
+  if (ToolError.is(tool)) return tool;
+  const { manifest } = tool;
+  if (!manifest.idempotent || manifest.effect !== entry.effect) {
+    const now = `${manifest.idempotent ? "an idempotent" : "a non-idempotent"} ${manifest.effect}`;
+    return new ToolError("effect_state_unknown", `${entry.toolId} is registered now as ${now}, not the idempotent ${entry.effect} it was recorded as`);
+  }
+  const frozen = freezeInput(env, entry.input);
+  if (ToolError.is(frozen)) return frozen;
+  if (frozen.inputHash !== entry.inputHash) return new ToolError("journal_failed", `the recorded input of ${entry.key} no longer matches its hash`);
+  const checked = parseInput(manifest, frozen.parsed, env.redactor);
+  if ("error" in checked) return checked.error;
+  return { tool, frozen, parsed: checked.data };
+}
+
+/** The recorded intent as the first step of a replay (recovery settled it for an operator if {@link checkRecorded} refused it). */
 export const recordedIntent: Step<Recovered, Runnable> = {
   name: "recorded-intent",
   run({ entry, invocationId, signal }, env) {
-    const tool = findTool(env, entry.toolId);
-    if (ToolError.is(tool)) throw tool;
-    const frozen = freezeInput(env, entry.input);
-    if (ToolError.is(frozen)) throw frozen;
-    if (frozen.inputHash !== entry.inputHash) throw new ToolError("journal_failed", `the recorded input of ${entry.key} no longer matches its hash`);
-    const checked = parseInput(tool.manifest, frozen.parsed, env.redactor);
-    if ("error" in checked) throw checked.error;
+    const checked = checkRecorded(env, entry);
+    if (ToolError.is(checked)) throw checked;
+    const { tool, frozen, parsed } = checked;
     return {
       invocationId,
       requestedId: entry.toolId,
@@ -55,7 +59,7 @@ export const recordedIntent: Step<Recovered, Runnable> = {
       tool,
       manifest: tool.manifest,
       ...frozen,
-      parsed: checked.data,
+      parsed,
       visibleKey: entry.key,
       key: entry.key,
       intent: intentOf(entry),

@@ -2,11 +2,25 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { ToolContext } from "../context.js";
 import { ToolError, type EffectBoundary } from "../errors.js";
-import { defineTool, type AnyToolManifest, type ApprovalPreview } from "../manifest.js";
+import { defineTool, withHandler, type AnyToolManifest, type ApprovalPreview } from "../manifest.js";
 import { grantAsOwner } from "../testing/approver.js";
+import { recoverOutbox } from "../recovery.js";
 import { base, setup } from "./fixtures/gate-harness.js";
 
 const iso = { network: "none", filesystem: "none", secrets: "none", subprocess: "none" } as const;
+/** The fields every test tool here shares: a medium-risk note write. */
+const writeFields = {
+  input: z.object({ key: z.string() }),
+  output: z.object({ done: z.string() }),
+  actionType: "note-write",
+  effect: "write",
+  requiredAllowlist: ["notes:write"],
+  risk: "medium",
+  retryable: false,
+  reversible: false,
+  runtimeIsolation: iso,
+  untrustedOutput: false,
+} as const;
 
 /**
  * A write whose body finds, before acting, that it needs a human (as a tool process's escalation
@@ -20,17 +34,8 @@ function askingTool(options: { boundary?: EffectBoundary; preview?: (key: string
     id: "notes.ask_first",
     title: "Ask first",
     description: "A write that asks a human mid-call.",
-    input: z.object({ key: z.string() }),
-    output: z.object({ done: z.string() }),
-    actionType: "note-write",
-    effect: "write",
-    requiredAllowlist: ["notes:write"],
-    risk: "medium",
+    ...writeFields,
     idempotent: false,
-    retryable: false,
-    reversible: false,
-    runtimeIsolation: iso,
-    untrustedOutput: false,
     approval: (input: { key: string }) => asked.has(input.key),
     preview: (input: { key: string }) => previewFor(input.key) as ApprovalPreview,
     handler: ({ key }: { key: string }, ctx: ToolContext) => {
@@ -97,5 +102,97 @@ describe("a body that asks for a human before its effect", () => {
     const second = setup({ extraTools: [planned.tool], secrets: [secret] });
     expect(await second.gate.invoke("notes.ask_first", { key: "k5" }, base)).toMatchObject({ status: "error", code: "preview_invalid" });
     expect(await second.journal.listApprovals()).toEqual([]);
+  });
+});
+
+/** A body that throws a ToolError asking with `preview` (read as the body gives it: a getter, a proxy). */
+function hostileAsk(id: string, preview: () => unknown, options: { idempotent?: boolean; hangFirst?: boolean } = {}): AnyToolManifest {
+  let hang = options.hangFirst === true;
+  return defineTool({
+    id,
+    title: "Hostile ask",
+    description: "A write whose ask is hostile.",
+    ...writeFields,
+    idempotent: options.idempotent ?? false,
+    approval: "never",
+    handler: () => {
+      if (hang) {
+        hang = false;
+        return new Promise<never>(() => undefined); // the process "crashed" after its intent
+      }
+      throw new ToolError("approval_unknown", `${id} asks`, { boundary: "effect_not_started", askApproval: preview() as ApprovalPreview });
+    },
+  } as never) as AnyToolManifest;
+}
+
+describe("a hostile mid-call ask", () => {
+  const getterBomb = () => ({
+    get summary(): string {
+      throw new Error("boom from a getter");
+    },
+  });
+  const revoked = () => {
+    const r = Proxy.revocable({ summary: "x" }, {});
+    r.revoke();
+    return r.proxy;
+  };
+  it.each([
+    ["a preview whose getter throws", getterBomb],
+    ["a preview that is a revoked proxy", revoked],
+  ])("%s is refused before any effect (preview_invalid, effect_not_started), journaled, and no human is asked", async (_name, preview) => {
+    const { gate, journal } = setup({ extraTools: [hostileAsk("notes.hostile_ask", preview)] });
+    const result = await gate.invoke("notes.hostile_ask", { key: "h1" }, base);
+    expect(result).toMatchObject({ status: "error", code: "preview_invalid", boundary: "effect_not_started" });
+    expect(await journal.listApprovals()).toEqual([]);
+    expect(await journal.listOutbox({ states: ["pending"] })).toEqual([]);
+    expect((await journal.readAudit()).map((e) => e.type)).toContain("intent.settled");
+  });
+
+  it("an error whose askApproval getter throws is read as any other failure before the effect: no human is asked, nothing left pending", async () => {
+    const tool = hostileAsk("notes.bomb_ask", () => ({ summary: "unused" }));
+    const throwing = withHandler(tool, () => () => {
+      const error = new ToolError("approval_unknown", "asks with a bomb", { boundary: "effect_not_started" });
+      Object.defineProperty(error, "askApproval", {
+        get() {
+          throw new Error("boom from askApproval");
+        },
+      });
+      throw error;
+    });
+    const { gate, journal } = setup({ extraTools: [throwing] });
+    expect(await gate.invoke("notes.bomb_ask", { key: "b1" }, base)).toMatchObject({
+      status: "error",
+      code: "approval_unknown",
+      boundary: "effect_not_started",
+    });
+    expect(await journal.listApprovals()).toEqual([]);
+    expect(await journal.listOutbox({ states: ["pending"] })).toEqual([]);
+  });
+
+  it("a preview that reads differently each time is checked on one plain copy: that copy is what is refused or shown and hashed", async () => {
+    let reads = 0;
+    const flipping = () => ({
+      get summary(): unknown {
+        return ++reads === 1 ? "looks fine" : { not: "a string" };
+      },
+    });
+    const { gate, journal } = setup({ extraTools: [hostileAsk("notes.flip_ask", flipping)] });
+    const asked = await gate.invoke("notes.flip_ask", { key: "f1" }, base);
+    expect(asked).toMatchObject({ status: "error", code: "preview_invalid", boundary: "effect_not_started" });
+    expect(await journal.listApprovals()).toEqual([]);
+    expect(await journal.listOutbox({ states: ["pending"] })).toEqual([]);
+  });
+
+  it("recovery's replay never asks a human (nobody called): the entry is left unknown for an operator, no request is recorded", async () => {
+    const { gate, journal } = setup({
+      extraTools: [hostileAsk("notes.replay_ask", () => ({ summary: "replay wants a human" }), { idempotent: true, hangFirst: true })],
+    });
+    void gate.invoke("notes.replay_ask", { key: "r1" }, { ...base, idempotencyKey: "r1" });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await journal.listOutbox({ states: ["pending"] })).toHaveLength(1);
+    const report = await recoverOutbox(gate, { olderThanMs: 0 });
+    expect(report).toMatchObject({ claimed: 1, unknown: 1, replayed: 0 });
+    expect(await journal.listApprovals()).toEqual([]);
+    expect(await journal.listOutbox({ states: ["unknown"] })).toHaveLength(1);
   });
 });
