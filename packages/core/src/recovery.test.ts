@@ -8,12 +8,16 @@ import { defineTool } from "./manifest.js";
 import { defineProfile } from "./profile.js";
 import { recoverOutbox, resolveOutboxEntry } from "./recovery.js";
 import { createToolRegistry } from "./registry.js";
+import type { Journal } from "./journal/types.js";
+
+/** How a later release registers the upsert tool (another gate over the same journal). */
+type UpsertChange = { readonly id?: string; readonly idempotent?: boolean; readonly effect?: "read" | "destructive"; readonly input?: z.ZodType };
 
 /**
  * A provider that honours idempotency keys, and tools whose first call "crashes": it never returns,
  * as if the process died after recording the intent.
  */
-function world() {
+function world(opts: { journal?: Journal; upsert?: UpsertChange } = {}) {
   const effects: { key: string; kind: string }[] = [];
   const seenKeys = new Set<string>();
   let hang = true;
@@ -51,6 +55,7 @@ function world() {
     requiredAllowlist: ["ledger:write"],
     idempotent: true,
     handler: body("upsert"),
+    ...(opts.upsert as object),
   });
   const charge = defineTool({
     ...common,
@@ -75,7 +80,7 @@ function world() {
   const registry = createToolRegistry({
     families: [defineFamily({ name: "ledger", tools: [upsert, charge, balance], permissions: ["ledger:write", "ledger:read"] })],
   });
-  const journal = createMemoryJournal({ auditKey: "recovery-key" });
+  const journal = opts.journal ?? createMemoryJournal({ auditKey: "recovery-key" });
   const gate = createGate({ registry, journal });
   const call = { principal: "agent", tenant: "t", profile: defineProfile({ name: "all", allow: ["ledger:write", "ledger:read"], maxRisk: "low" }) };
   return { gate, journal, call, effects, crashNext: (v: boolean) => (hang = v), dropNext: (n: number) => (drop = n) };
@@ -220,6 +225,85 @@ describe("recoverOutbox with unknown entries", () => {
     ]);
     expect(await only(w)).toMatchObject({ state: "unknown", attempts: 4 });
     expect(w.effects).toEqual([{ key: (await only(w)).key, kind: "upsert" }]);
+  });
+});
+
+/** An idempotent write whose connection dropped: unknown, one attempt. */
+async function unknownUpsert() {
+  const w = world();
+  w.crashNext(false);
+  w.dropNext(1);
+  expect(await w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" })).toMatchObject({ boundary: "effect_state_unknown" });
+  await tick();
+  return w;
+}
+
+/** A later release's gate over the same journal, its upsert tool registered as `upsert` says. */
+function released(journal: Journal, upsert: UpsertChange) {
+  const w = world({ journal, upsert });
+  w.crashNext(false);
+  return w;
+}
+
+const states = async (journal: Journal) => (await journal.listOutbox()).map((e) => [e.state, e.attempts]);
+
+describe("recoverOutbox replays only what the tool as registered now allows", () => {
+  for (const [name, change] of [
+    ["not idempotent", { idempotent: false }],
+    ["a read", { effect: "read" }],
+    ["a destructive write", { effect: "destructive" }],
+  ] as const) {
+    it(`does not replay an unknown idempotent write whose tool is registered now as ${name}: settled unknown for an operator`, async () => {
+      const w = await unknownUpsert();
+      const later = released(w.journal, change);
+      const report = await recoverOutbox(later.gate, { olderThanMs: 0 });
+      expect(report).toMatchObject({ claimed: 1, replayed: 0, unknown: 1, entries: [{ action: "unknown", detail: "effect_state_unknown" }] });
+      expect(later.effects).toEqual([]);
+      expect(await states(w.journal)).toEqual([["unknown", 2]]);
+    });
+  }
+
+  it("does not replay a crashed (pending) idempotent write whose tool is registered now as not idempotent", async () => {
+    const w = world();
+    void w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" });
+    await tick();
+    const later = released(w.journal, { idempotent: false });
+    expect(await recoverOutbox(later.gate, { olderThanMs: 0 })).toMatchObject({ claimed: 1, replayed: 0, unknown: 1 });
+    expect(later.effects).toEqual([]);
+    expect(await states(w.journal)).toEqual([["unknown", 2]]);
+  });
+
+  it("an entry whose input the schema now refuses is settled unknown each run, not left pending, and stops being claimed after four attempts", async () => {
+    const w = await unknownUpsert();
+    const later = released(w.journal, { input: z.object({ n: z.string() }) });
+    const claimed: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const report = await recoverOutbox(later.gate, { olderThanMs: 0, leaseMs: 0 });
+      claimed.push(report.claimed);
+      expect(report.entries.every((e) => e.action === "unknown" && e.detail === "invalid_input")).toBe(true);
+      await tick();
+    }
+    expect(claimed).toEqual([1, 1, 1, 0, 0, 0]);
+    expect(await states(w.journal)).toEqual([["unknown", 4]]);
+    expect(later.effects).toEqual([]);
+  });
+
+  it("a crashed entry whose tool is gone is settled unknown for an operator, not left pending for every later run", async () => {
+    const w = world();
+    void w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" });
+    await tick();
+    const later = released(w.journal, { id: "ledger.other_entry" });
+    expect(await recoverOutbox(later.gate, { olderThanMs: 0, leaseMs: 0 })).toMatchObject({ entries: [{ action: "unknown", detail: "unknown_tool" }] });
+    expect(await states(w.journal)).toEqual([["unknown", 2]]);
+  });
+
+  it("a run without a gate leaves an unknown entry as it is: no attempt used, its state kept, a caller's retry still runs it", async () => {
+    const w = await unknownUpsert();
+    const head = await w.journal.head();
+    for (let i = 0; i < 3; i++) expect(await recoverOutbox(w.journal, { olderThanMs: 0 })).toMatchObject({ claimed: 0 });
+    expect(await w.journal.head()).toEqual(head);
+    expect(await states(w.journal)).toEqual([["unknown", 1]]);
+    expect(await w.gate.invoke("ledger.upsert_entry", { n: 1 }, { ...w.call, idempotencyKey: "u1" })).toMatchObject({ status: "ok", replayed: false });
   });
 });
 

@@ -1,7 +1,7 @@
 import { hashCanonical } from "./canonical-json.js";
 import { ToolError } from "./errors.js";
 import { envOfGate, type AnyGate } from "./gate/gate.js";
-import { intentOf, replayIntent } from "./recovery-replay.js";
+import { checkRecorded, intentOf, replayIntent } from "./recovery-replay.js";
 import type { Journal, JournalReceipt, OutboxEntry } from "./journal/types.js";
 import { isSideEffectful } from "./manifest.js";
 
@@ -87,7 +87,8 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
     const tampered: RecoveredEntry[] = [];
     const batch = (
       await journal.claimOutbox({
-        states: ["pending", "unknown"],
+        // A bare journal replays nothing: an unknown entry it claimed would only lose its state.
+        states: gate ? ["pending", "unknown"] : ["pending"],
         updatedBefore,
         limit: batchSize,
         claimant,
@@ -147,6 +148,13 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
       return { ...base, action: "unknown", detail: "input redacted" };
     }
     if (!env) return { ...base, action: "skipped", detail: "needs a gate to replay" };
+    // Refused before its body would run (the tool is gone or changed, the schema refuses the input):
+    // settled for an operator, not left claimed to be taken again on every later run.
+    const refused = checkRecorded(env, entry);
+    if (ToolError.is(refused)) {
+      await settle("unknown", "effect_state_unknown", `recovery cannot replay it: ${env.redactor.redactText(refused.message)}`);
+      return { ...base, action: "unknown", detail: refused.code };
+    }
     try {
       const result = await replayIntent(env, entry, options.signal);
       if (result.status === "ok") return { ...base, action: "replayed" };
