@@ -49,6 +49,25 @@ describe("operator API: refusals first", () => {
     expect(await vault.list()).toEqual([]);
   });
 
+  it("refuses an expiry no date can hold (a hostile token answer's expires_in), so nothing is stored that status cannot show", async () => {
+    const vault = createMemoryVault();
+    const connection = { id: "g2", provider: "google" };
+    for (const expiry of [{ expires_in: 1e13 }, { expires_in: -1e13 }, { expires_in: "99999999999999" }, { expiresAt: 9e15 }, { expires_at: 1e300 }]) {
+      const error = await addConnectionFromFile({
+        vault,
+        file: tokenFile("far.json", { access_token: "secret-value-9", scope: "a", ...expiry }),
+        connection,
+      }).catch((e: unknown) => e);
+      expect(ToolError.is(error, "config_invalid"), JSON.stringify(expiry)).toBe(true);
+      expect((error as Error).message).toMatch(/unreadable expiry/);
+    }
+    expect(await vault.list()).toEqual([]);
+    // The last instant a date can hold is still one (a token that never expires).
+    expect(parseTokenJson(JSON.stringify({ access_token: "secret-value-9", scope: "a", expiresAt: 8_640_000_000_000_000 }), { now: T0 }).expiresAt).toBe(
+      8_640_000_000_000_000,
+    );
+  });
+
   it("scopes given by the operator may only narrow what the file says", () => {
     expect(() => parseTokenJson(JSON.stringify({ access_token: "secret-value-1", scope: "a b" }), { now: T0, scopes: ["a", "c"] })).toThrow(/not granted c/);
     expect(parseTokenJson(JSON.stringify({ access_token: "secret-value-1", scope: "a b" }), { now: T0, scopes: ["a"] }).scopes).toEqual(["a"]);

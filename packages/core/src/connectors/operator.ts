@@ -108,13 +108,18 @@ export function parseTokenJson(text: string, options: { readonly now: number; re
   };
 }
 
+/** The last instant a Date can hold: an expiry past it could be stored, but no status could show it. */
+const LAST_DATE_MS = 8_640_000_000_000_000;
+
 function expiryOf(f: z.infer<typeof tokenFileSchema>, now: number, where: string): number {
+  const ms = expiryMs(f, now);
+  if (!Number.isFinite(ms) || ms < 0 || ms > LAST_DATE_MS) throw new ToolError("config_invalid", `${where} has an unreadable expiry`);
+  return Math.floor(ms);
+}
+
+function expiryMs(f: z.infer<typeof tokenFileSchema>, now: number): number {
   const stamp = f.expiresAt ?? f.expires_at ?? f.expiry_date;
-  if (stamp !== undefined) {
-    const ms = typeof stamp === "number" ? (stamp < 1e11 ? stamp * 1000 : stamp) : Date.parse(stamp);
-    if (!Number.isFinite(ms) || ms < 0) throw new ToolError("config_invalid", `${where} has an unreadable expiry`);
-    return Math.floor(ms);
-  }
+  if (stamp !== undefined) return typeof stamp === "number" ? (stamp < 1e11 ? stamp * 1000 : stamp) : Date.parse(stamp);
   if (f.expires_in !== undefined) return now + Number(f.expires_in) * 1000;
   return 0;
 }
