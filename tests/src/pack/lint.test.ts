@@ -64,6 +64,17 @@ describe("the pack rules catch each kind of unfit package", () => {
     expect(packProblems(p, releaseVersions, license)).toHaveLength(6);
   });
 
+  it("git dependencies by a host's shortcut or the bare owner/repo form, and a path or spec in any letter case", () => {
+    const p = good();
+    p.manifest.dependencies = { a: "gitlab:someone/a", b: "bitbucket:someone/b", c: "gist:0123abcd", d: "someone/d", e: "someone/e#v1.0.0" };
+    p.manifest.optionalDependencies = { f: "FILE:../f", g: "Git+SSH://example.invalid/g.git", h: "C:\\work\\h" };
+    expect(packProblems(p, releaseVersions, license)).toHaveLength(8);
+    const registry = good();
+    registry.manifest.dependencies = { zod: "4.6.7", alias: "npm:zod@4.6.7", scoped: "npm:@toolgate/core@0.1.0" };
+    registry.manifest.peerDependencies = {};
+    expect(packProblems(registry, releaseVersions, license)).toEqual([]);
+  });
+
   it("a dependency on a sibling at a version the release does not have", () => {
     const p = good();
     p.manifest.dependencies = { "@toolgate/core": "0.0.9" };

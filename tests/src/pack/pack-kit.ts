@@ -116,7 +116,11 @@ export function packAll(dest: string): Packed[] {
   });
 }
 
-const LOCAL_SPEC = /^(file|link|workspace|portal|git|git\+[a-z]+|github|https?):|^[./~]/;
+/**
+ * A spec the registry does not answer: a protocol (in any letter case) or a git host's shortcut, the
+ * bare `owner/repo` GitHub form, or a path (POSIX, home, Windows drive). `npm:` aliases go to the registry.
+ */
+const LOCAL_SPEC = /^(file|link|workspace|portal|git|git\+[a-z]+|github|gitlab|bitbucket|gist|https?):|^[./~\\]|^[a-z]:[\\/]|^[^@:\s/]+\/[^\s/]/i;
 const INSTALL_SCRIPTS = ["preinstall", "install", "postinstall", "prepare"];
 
 /**
