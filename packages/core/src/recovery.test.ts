@@ -297,6 +297,23 @@ describe("recoverOutbox replays only what the tool as registered now allows", ()
     expect(await states(w.journal)).toEqual([["unknown", 2]]);
   });
 
+  it("a run stopped mid-batch leaves the rest of the batch claimed for a later run, not settled as cancelled before their effect", async () => {
+    const w = world();
+    for (const n of [1, 2]) void w.gate.invoke("ledger.upsert_entry", { n }, { ...w.call, idempotencyKey: `u${n}` });
+    await tick();
+    w.crashNext(false);
+    const stop = new AbortController();
+    const report = await recoverOutbox(w.gate, { olderThanMs: 0, leaseMs: 0, signal: stop.signal, onEntry: () => stop.abort() });
+    expect(report.entries.map((e) => e.action)).toEqual(["replayed"]);
+    expect((await states(w.journal)).sort()).toEqual([
+      ["completed", 2],
+      ["pending", 2],
+    ]);
+    await tick();
+    expect(await recoverOutbox(w.gate, { olderThanMs: 0 })).toMatchObject({ claimed: 1, replayed: 1 });
+    expect(w.effects).toHaveLength(2);
+  });
+
   it("a run without a gate leaves an unknown entry as it is: no attempt used, its state kept, a caller's retry still runs it", async () => {
     const w = await unknownUpsert();
     const head = await w.journal.head();

@@ -110,6 +110,10 @@ export async function recoverOutbox(target: AnyGate | Journal, options: RecoverO
     if (batch.length === 0) break;
     claimed += batch.length;
     for (const entry of batch) {
+      // Stopped: the rest stay claimed (pending under the lease) for a later run. Replayed with an
+      // aborted signal, each would be settled as cancelled before its effect started: out of every
+      // claim's reach, and no longer saying that the attempt it stands for may have taken effect.
+      if (options.signal?.aborted) break;
       const outcome = await recoverOne(entry);
       if (outcome.action === "skipped") skippedKeys.add(entry.key);
       entries.push(outcome);
