@@ -75,6 +75,17 @@ describe("the pack rules catch each kind of unfit package", () => {
     expect(packProblems(registry, releaseVersions, license)).toEqual([]);
   });
 
+  it("a dependency (not a peer) on anything but one exact version: a range, a tag, any version", () => {
+    const p = good();
+    p.manifest.dependencies = { a: "^4.6.7", b: "~1.2.3", c: "latest", d: "*", e: "", f: ">=1.0.0", g: "1.x", h: "npm:zod@^4.6.7" };
+    p.manifest.optionalDependencies = { i: "^2.0.0" };
+    expect(packProblems(p, releaseVersions, license)).toHaveLength(9);
+    const exact = good();
+    exact.manifest.dependencies = { zod: "4.6.7", pre: "1.0.0-rc.1", alias: "npm:zod@4.6.7" };
+    exact.manifest.peerDependencies = { ai: "^6.0.0", agents: ">=0.14.3 <1" };
+    expect(packProblems(exact, releaseVersions, license)).toEqual([]);
+  });
+
   it("a dependency on a sibling at a version the release does not have", () => {
     const p = good();
     p.manifest.dependencies = { "@toolgate/core": "0.0.9" };

@@ -121,6 +121,8 @@ export function packAll(dest: string): Packed[] {
  * bare `owner/repo` GitHub form, or a path (POSIX, home, Windows drive). `npm:` aliases go to the registry.
  */
 const LOCAL_SPEC = /^(file|link|workspace|portal|git|git\+[a-z]+|github|gitlab|bitbucket|gist|https?):|^[./~\\]|^[a-z]:[\\/]|^[^@:\s/]+\/[^\s/]/i;
+/** One exact version (a prerelease too), or an `npm:` alias to one. */
+const EXACT_SPEC = /^(npm:(@[^/@\s]+\/)?[^/@\s]+@)?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/;
 const INSTALL_SCRIPTS = ["preinstall", "install", "postinstall", "prepare"];
 
 /**
@@ -166,6 +168,9 @@ export function packProblems(
   for (const field of ["dependencies", "peerDependencies", "optionalDependencies"] as const) {
     for (const [name, spec] of Object.entries(m[field] ?? {})) {
       if (LOCAL_SPEC.test(spec)) problems.push(`${field}.${name} is ${spec}: only this machine can resolve it`);
+      // What a user's install resolves is what was released and tested: one exact version (peers may range).
+      if (field !== "peerDependencies" && !LOCAL_SPEC.test(spec) && !EXACT_SPEC.test(spec))
+        problems.push(`${field}.${name} is ${JSON.stringify(spec)}, not one exact version`);
       const version = versions.get(name);
       if (version && spec !== version && spec !== `^${version}`) problems.push(`${field}.${name} is ${spec}, but the release has ${name}@${version}`);
     }
