@@ -61,8 +61,13 @@ export interface RecoveryReport {
  * fewer than four attempts in all; one run retries it at most once (the cutoff is the run's start).
  * Other unknown entries are never claimed: they wait for an operator.
  *
+ * The tool as registered now decides too: an entry whose tool is gone, is no longer idempotent or
+ * has another effect, or whose recorded input its schema now refuses, is settled unknown for an
+ * operator (never left claimed for every later run). A run stopped through `signal` replays no
+ * more of its batch: the rest stay claimed until their lease ends.
+ *
  * With a bare journal (no gate), nothing can be replayed: idempotent entries are left pending and
- * reported as `skipped`.
+ * reported as `skipped`, and unknown entries are not claimed at all.
  */
 export async function recoverOutbox(target: AnyGate | Journal, options: RecoverOutboxOptions = {}): Promise<RecoveryReport> {
   const gate = "invoke" in target ? target : undefined;
