@@ -134,7 +134,7 @@ function sameState(given: string | null, state: string): boolean {
 }
 
 /** The code for tokens at the token endpoint; failures name the HTTP status and OAuth error code only. */
-async function exchange(client: ResolvedOAuthClient, code: string, redirectUri: string, verifier: string, asked: readonly string[]): Promise<TokenSet> {
+export async function exchange(client: ResolvedOAuthClient, code: string, redirectUri: string, verifier: string, asked: readonly string[]): Promise<TokenSet> {
   const grant = { grant_type: "authorization_code", code, redirect_uri: redirectUri, code_verifier: verifier };
   const request: RequestInit =
     client.clientAuth === "basic"
@@ -150,14 +150,21 @@ async function exchange(client: ResolvedOAuthClient, code: string, redirectUri: 
   let answer: unknown;
   try {
     response = await fetch(client.tokenUrl, { method: "POST", ...request, redirect: "error", signal: AbortSignal.timeout(30_000) });
-    answer = await response.json().catch(() => undefined);
-  } catch {
+    answer = await boundedJson(response);
+  } catch (error) {
+    if (error instanceof CliFailure) throw error;
     throw new CliFailure(`the ${client.provider} token endpoint could not be reached; nothing stored`, EXIT.failed);
   }
   const fields = typeof answer === "object" && answer !== null ? (answer as Record<string, unknown>) : {};
   if (!response.ok || typeof fields["access_token"] !== "string") {
     const oauthError = typeof fields["error"] === "string" && /^[a-z_]{1,64}$/.test(fields["error"]) ? ` (${fields["error"]})` : "";
     throw new CliFailure(`the ${client.provider} token endpoint refused the code: ${response.status}${oauthError}; nothing stored`, EXIT.failed);
+  }
+  if (typeof fields["scope"] === "string" && !readableScope(fields["scope"])) {
+    throw new CliFailure(
+      `the ${client.provider} token endpoint's answer has an unreadable scope (at most ${MAX_SCOPES} scope tokens of printable ASCII expected); nothing stored`,
+      EXIT.failed,
+    );
   }
   // Only the token fields, re-read by the same parser as `connections add`'s token files.
   const kept = {
@@ -168,6 +175,36 @@ async function exchange(client: ResolvedOAuthClient, code: string, redirectUri: 
     ...(typeof fields["scope"] === "string" && fields["scope"].trim() !== "" ? { scope: fields["scope"] } : { scopes: asked }),
   };
   return parseTokenJson(JSON.stringify(kept), { now: Date.now(), source: `the ${client.provider} token endpoint's answer` });
+}
+
+/** More than any token response holds: a larger answer is not read on. */
+const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
+const MAX_SCOPES = 100;
+/** A scope token (RFC 6749 §3.3): printable ASCII without space, `"` or backslash; bounded. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,256}$/;
+
+/** True when `scope` is at most MAX_SCOPES scope tokens, so nothing a terminal acts on is stored or printed. */
+function readableScope(scope: string): boolean {
+  const tokens = scope.split(/[ ,]+/).filter(Boolean);
+  return tokens.length <= MAX_SCOPES && tokens.every((t) => SCOPE_TOKEN.test(t));
+}
+
+/** The answer's JSON (undefined when it is not JSON), read up to MAX_TOKEN_ANSWER_BYTES; a larger answer is refused. */
+async function boundedJson(response: Response): Promise<unknown> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body ?? []) {
+    size += chunk.byteLength;
+    // Leaving the loop cancels the rest of the body.
+    if (size > MAX_TOKEN_ANSWER_BYTES)
+      throw new CliFailure(`the token endpoint's answer is larger than ${MAX_TOKEN_ANSWER_BYTES} bytes; refused, nothing stored`, EXIT.failed);
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Open the address in the desktop's browser, only from a terminal with a display; never waits for it. */

@@ -7,6 +7,7 @@ import {
   type ConnectionStatus,
   type TokenVault,
 } from "@toolgate/core/connectors";
+import { printable } from "../printable.js";
 import { CliFailure, EXIT, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
@@ -40,14 +41,16 @@ export const connectionOf = (options: ConnectionOptions): Connection => ({
 export const renderConnections = (rows: readonly ConnectionStatus[]): string =>
   table(
     ["connection", "provider", "serves", "state", "expires", "scopes"],
-    rows.map((s) => [
-      s.id + (s.isDefault ? " (default)" : ""),
-      s.provider,
-      [s.tenant, s.principal].filter(Boolean).join(" / ") || "anyone",
-      s.state,
-      s.expiresAt ?? "-",
-      s.scopes.join(" "),
-    ]),
+    rows.map((s) =>
+      [
+        s.id + (s.isDefault ? " (default)" : ""),
+        s.provider,
+        [s.tenant, s.principal].filter(Boolean).join(" / ") || "anyone",
+        s.state,
+        s.expiresAt ?? "-",
+        s.scopes.join(" "),
+      ].map(printable),
+    ),
   );
 
 export async function connectionsAdd(runtime: Runtime, options: ConnectionOptions & { file: string; scopes?: string }, io: Io): Promise<number> {
