@@ -19,7 +19,13 @@ export async function listenForRedirect(port = 0): Promise<RedirectListener> {
   let onRedirect: ((params: URLSearchParams) => string) | undefined;
   let settle: ((params: URLSearchParams | undefined) => void) | undefined;
   const server = createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    // Any local process can send a request target no URL parser accepts: an answer, never a throw.
+    const target = req.url ?? "/";
+    if (!URL.canParse(target, "http://127.0.0.1")) {
+      res.writeHead(400, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" }).end("bad request\n");
+      return;
+    }
+    const url = new URL(target, "http://127.0.0.1");
     if (req.method !== "GET" || url.pathname !== PATH || !onRedirect || !settle) {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" }).end("not found\n");
       return;
