@@ -147,6 +147,7 @@ describe.skipIf(postgresSkipReason !== undefined)("fleet crash test (postgres)",
       const entries = await journal.listOutbox();
       const pending = entries.filter((e) => e.state === "pending");
       const unknown = entries.filter((e) => e.state === "unknown");
+      const gaveUp = unknown.filter((e) => e.toolId === UPSERT);
       const keys = new Set(entries.map((e) => e.key));
       const applied = db.prepare("SELECT tool, key, call FROM applied").all() as { tool: string; key: string; call: string }[];
       const appliedTwice = db.prepare("SELECT call FROM applied GROUP BY call HAVING COUNT(*) > 1").all();
@@ -168,14 +169,15 @@ describe.skipIf(postgresSkipReason !== undefined)("fleet crash test (postgres)",
           `${withoutIntent} effects without an intent, ${chains} chains verified`,
       );
       console.log(
-        `  ${entries.length} calls journaled, ${applied.length} effects applied, ${retriedUnknown} unknown idempotent calls retried by recovery, ` +
+        `  ${entries.length} calls journaled, ${applied.length} effects applied, ${retriedUnknown} unknown idempotent calls retried by recovery, ${gaveUp.length} given up after four attempts, ` +
           `${totals.claimed} claims; ${seconds} s`,
       );
       expect(duplicates).toBe(0);
       expect(withoutIntent).toBe(0);
       expect(pending.map((e) => e.key)).toEqual([]);
-      // Only calls that are not idempotent are left for an operator.
-      expect(unknown.filter((e) => e.toolId === UPSERT).map((e) => e.key)).toEqual([]);
+      // An idempotent call is left for an operator only once recovery gave up on it: four attempts in
+      // all, claims by workers killed before they replayed it included (a crash storm can use them up).
+      expect(gaveUp.filter((e) => e.attempts < 4).map((e) => [e.key, e.attempts])).toEqual([]);
       expect(totals.failed + totals.tampered).toBe(0);
       // The kills really landed inside calls, or the test proves nothing.
       expect(totals.replayed).toBeGreaterThan(0);
