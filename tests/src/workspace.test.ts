@@ -31,7 +31,10 @@ describe("the workspace tests what it ships", () => {
       // A package with a command ships its committed bin entry beside dist: npm links a bin at
       // install time, before the build exists, so the entry must not live in dist.
       const bins = Object.values((manifest as { bin?: Record<string, string> }).bin ?? {});
-      expect(manifest.files.filter((f) => f !== "README.md")).toEqual(bins.some((b) => b.startsWith("./bin/")) ? ["bin", "dist"] : ["dist"]);
+      // Beside them only the README and the licence (each package carries its own copy: npm packs no file from outside it).
+      expect(manifest.files.filter((f) => f !== "README.md" && f !== "LICENSE")).toEqual(bins.some((b) => b.startsWith("./bin/")) ? ["bin", "dist"] : ["dist"]);
+      expect(manifest.files, `${dir}package.json`).toContain("LICENSE");
+      expect(existsSync(new URL(`${dir}LICENSE`, root)), `${dir}LICENSE is missing`).toBe(true);
       for (const bin of bins) expect(existsSync(new URL(`${dir}${bin}`, root)) || bin.startsWith("./dist/"), `${dir}${bin} is missing`).toBe(true);
     });
   }
