@@ -1,6 +1,7 @@
 import { Client, isHTTPResponseError } from "@notionhq/client";
 import { ToolError } from "@toolgate/core";
 import {
+  LAST_DATE_MS,
   TokenRefreshError,
   type AccessGrant,
   type ConnectorProvider,
@@ -27,7 +28,7 @@ export type NotionCapability = (typeof NOTION_CAPABILITIES)[number];
 export const NOTION_VERSION = "2025-09-03";
 
 /** An integration token never expires; the vault stores this as its expiry: the last instant a Date can hold (status prints it as one). */
-export const NEVER_EXPIRES = 8_640_000_000_000_000;
+export const NEVER_EXPIRES = LAST_DATE_MS;
 
 export interface NotionConnectorOptions {
   /** The API's origin; default Notion's. Must be https, or http on a loopback address. */

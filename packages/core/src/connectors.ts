@@ -18,6 +18,7 @@ export {
   addConnection,
   addConnectionFromFile,
   connectionStatus,
+  LAST_DATE_MS,
   listConnections,
   parseTokenJson,
   removeConnection,

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { addConnection, parseTokenJson, type TokenSet } from "@toolgate/core/connectors";
+import { addConnection, LAST_DATE_MS, parseTokenJson, type TokenSet } from "@toolgate/core/connectors";
 import { buildInventory } from "@toolgate/core/operator";
 import { CliFailure, EXIT, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
@@ -19,11 +19,8 @@ export interface ConnectOptions extends Omit<ConnectionOptions, "provider" | "id
   readonly port?: number;
 }
 
-/**
- * Notion's OAuth tokens do not expire; the vault stores the last instant a Date can hold (status
- * prints the expiry as a date, which the connector's Number.MAX_SAFE_INTEGER cannot be).
- */
-const NEVER_EXPIRES = 8_640_000_000_000_000;
+/** Notion's OAuth tokens do not expire: the vault stores the last instant a Date can hold (status prints the expiry as a date). */
+const NEVER_EXPIRES = LAST_DATE_MS;
 
 /**
  * `toolgate connections connect google|notion`: the authorization-code flow with PKCE (S256)

@@ -109,7 +109,7 @@ export function parseTokenJson(text: string, options: { readonly now: number; re
 }
 
 /** The last instant a Date can hold: an expiry past it could be stored, but no status could show it. */
-const LAST_DATE_MS = 8_640_000_000_000_000;
+export const LAST_DATE_MS = 8_640_000_000_000_000;
 
 function expiryOf(f: z.infer<typeof tokenFileSchema>, now: number, where: string): number {
   const ms = expiryMs(f, now);
