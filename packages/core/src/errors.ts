@@ -36,6 +36,10 @@ export const TOOL_ERROR_CODES = {
   approval_denied: { kind: "call", summary: "A human denied the request." },
   approval_unknown: { kind: "call", summary: "No such approval request or grant." },
   preview_invalid: { kind: "call", summary: "The tool could not build a valid preview for a human to approve." },
+  edit_refused: {
+    kind: "call",
+    summary: "An approver's edit is outside what the tool and profile allow to be edited, or the request cannot be edited.",
+  },
 
   // the approval authority
   approver_invalid: { kind: "call", summary: "The decider is not an approver the authority made (a typed name, a look-alike, an ended session)." },

@@ -1,5 +1,5 @@
 import type { EffectBoundary, ToolErrorCode } from "../errors.js";
-import type { JournalReceipt } from "../journal/types.js";
+import type { ApprovalChange, JournalReceipt } from "../journal/types.js";
 import type { ApprovalPreview } from "../manifest.js";
 import type { InjectionFinding } from "../untrusted.js";
 
@@ -23,6 +23,18 @@ export interface OkResult<TOutput> extends ResultBase {
   /** True when this is the recorded result of an earlier call with the same idempotency key. */
   readonly replayed: boolean;
   readonly idempotencyKey: string;
+  /**
+   * Set when an approver edited the input before it ran: the call ran with the edited input, not
+   * the one sent. `changes` are redacted; `content` tells the model the same, fenced as data.
+   */
+  readonly edited?: EditedResult;
+}
+
+/** What an approver changed in a call's input before it ran (on `OkResult.edited`). */
+export interface EditedResult {
+  readonly requestId: string;
+  readonly version: number;
+  readonly changes: readonly ApprovalChange[];
 }
 
 /**

@@ -17,6 +17,14 @@ const ERROR_CODES = Object.keys(TOOL_ERROR_CODES) as [ToolErrorCode, ...ToolErro
 const text = z.string();
 const optionalText = text.exactOptional();
 
+const ChangeSchema = z.object({ path: text, before: z.unknown().exactOptional(), after: z.unknown().exactOptional() });
+const PreviewSchema = z.object({
+  summary: text,
+  details: z.record(text, z.unknown()).exactOptional(),
+  body: optionalText,
+  plan: z.unknown().exactOptional(),
+});
+
 export const RecordedResultSchema = z.object({
   output: z.unknown().default(undefined),
   outputHash: text,
@@ -37,6 +45,7 @@ export const OutboxEntrySchema = z.object({
   effect: z.enum(EFFECTS),
   idempotent: z.boolean(),
   target: text.optional(),
+  edited: z.object({ requestId: text, askedInputHash: text, changes: z.array(ChangeSchema) }).exactOptional(),
   intentHash: text,
   at: text,
   state: z.enum(OUTBOX_STATES),
@@ -56,12 +65,7 @@ export const ApprovalRequestSchema = z.object({
   principal: text,
   tenant: text,
   previewHash: text,
-  preview: z.object({
-    summary: text,
-    details: z.record(text, z.unknown()).exactOptional(),
-    body: optionalText,
-    plan: z.unknown().exactOptional(),
-  }),
+  preview: PreviewSchema,
   target: text.optional(),
   invocationId: text,
   idempotencyKey: text,
@@ -69,8 +73,13 @@ export const ApprovalRequestSchema = z.object({
   expiresAt: text,
   approvalsNeeded: z.union([z.literal(1), z.literal(2)]).exactOptional(),
   callRef: optionalText,
+  input: z.unknown().exactOptional(),
+  inputRedacted: z.boolean().exactOptional(),
+  editable: z.union([z.literal(false), z.array(text)]).exactOptional(),
   status: z.enum(APPROVAL_STATUSES),
-  approvals: z.array(z.object({ by: text, via: text, at: text, linked: z.array(text).exactOptional() })).exactOptional(),
+  approvals: z
+    .array(z.object({ by: text, via: text, at: text, linked: z.array(text).exactOptional(), version: z.number().int().nonnegative().exactOptional() }))
+    .exactOptional(),
   decidedBy: optionalText,
   decidedVia: optionalText,
   decidedAt: optionalText,
@@ -79,6 +88,21 @@ export const ApprovalRequestSchema = z.object({
   grantExpiresAt: optionalText,
   consumedAt: optionalText,
   consumedBy: optionalText,
+  edit: z
+    .object({
+      version: z.number().int().positive(),
+      input: z.unknown(),
+      inputHash: text,
+      preview: PreviewSchema,
+      previewHash: text,
+      target: text.optional(),
+      changes: z.array(ChangeSchema),
+      fromInputHash: text,
+      by: text,
+      via: text,
+      at: text,
+    })
+    .exactOptional(),
 });
 
 /** Decode a stored entry's row; throws a plain error when it does not match its schema. */
@@ -90,7 +114,9 @@ export function decodeEntry(row: unknown): OutboxEntry {
 
 export function decodeRequest(row: unknown): ApprovalRequest {
   const r = decode(ApprovalRequestSchema, row, "approval request");
-  return { ...r, target: r.target };
+  const { edit, ...rest } = r;
+  if (edit === undefined) return { ...rest, target: r.target };
+  return { ...rest, target: r.target, edit: { ...edit, target: edit.target } };
 }
 
 function decode<T>(schema: z.ZodType<T>, row: unknown, what: string): T {

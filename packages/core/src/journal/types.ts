@@ -3,8 +3,10 @@ import type { Effect } from "../manifest.js";
 import type { ApprovalPreview } from "../manifest.js";
 import type { InjectionFinding } from "../untrusted.js";
 import type { LimitCharge } from "../limits/window.js";
+import type { ApprovalChange, ApprovalEdit, ApprovalEditInput, ApprovalExpectation, EditedIntent } from "./edit-types.js";
 
 export type { LimitCharge };
+export type { ApprovalChange, ApprovalEdit, ApprovalEditInput, ApprovalExpectation, EditedIntent };
 
 /**
  * The journal: audit chain, outbox and approvals behind one async interface, so the memory,
@@ -117,6 +119,7 @@ export type AuditEventType =
   | "intent.settled"
   | "approval.requested"
   | "approval.granted"
+  | "approval.edited"
   | "approval.denied"
   | "approval.consumed"
   | "approval.refused"
@@ -174,6 +177,8 @@ export interface IntentInput {
   readonly effect: Effect;
   readonly idempotent: boolean;
   readonly target: string | undefined;
+  /** Set when the input is an approver's edit of the input the caller asked (`input`/`inputHash` are the edit's). */
+  readonly edited?: EditedIntent;
   /** SHA-256 of the canonical intent (everything above); the result is bound to it. */
   readonly intentHash: string;
   readonly at: string;
@@ -299,6 +304,11 @@ export interface ApprovalRequestInput extends ApprovalBinding {
   readonly approvalsNeeded?: 1 | 2;
   /** A framework's or client's id for the call: stored and shown, never trusted. */
   readonly callRef?: string;
+  /** The input as asked, redacted as an intent's is (`kind: "call"` only); an edit starts from it. */
+  readonly input?: unknown;
+  readonly inputRedacted?: boolean;
+  /** JSON Pointers an approver may edit (`""` = the whole input), fixed when the call asked; `false`: no edits. */
+  readonly editable?: false | readonly string[];
 }
 
 /** One approver's grant of a request. */
@@ -310,6 +320,8 @@ export interface ApprovalGrantRecord {
   readonly at: string;
   /** Other people this approval stands for (see `ApprovalDecision` `linked`). */
   readonly linked?: readonly string[];
+  /** The request version this approval approved (absent = 0, the input as asked); only the current version's count. */
+  readonly version?: number;
 }
 
 export interface ApprovalRequest extends ApprovalRequestInput {
@@ -326,6 +338,8 @@ export interface ApprovalRequest extends ApprovalRequestInput {
   readonly grantExpiresAt?: string;
   readonly consumedAt?: string;
   readonly consumedBy?: string;
+  /** An approver's edit of the input (the latest version); the grant then binds and runs the edited input. */
+  readonly edit?: ApprovalEdit;
 }
 
 export type ApprovalDecision =
@@ -345,6 +359,10 @@ export type ApprovalDecision =
       readonly tokenHash: string;
       readonly grantExpiresAt: string;
       readonly at: string;
+      /** The version and preview hash the approver saw; required once a request has been edited. */
+      readonly expect?: ApprovalExpectation;
+      /** The approver's edit of the input, approved with this decision (a new version). */
+      readonly edit?: ApprovalEditInput;
     }
   | { readonly kind: "deny"; readonly approver: string; readonly via: string; readonly reason: string; readonly at: string };
 
@@ -358,6 +376,8 @@ export interface GrantCheck {
    */
   readonly byBinding?: true;
   readonly binding: ApprovalBinding;
+  /** The edited input's hash and preview hash, when the request carries an edit (must equal the edit's). */
+  readonly edit?: { readonly inputHash: string; readonly previewHash: string };
   /** The invocation that consumes it. */
   readonly invocationId: string;
   readonly at: string;
@@ -367,5 +387,5 @@ export type GrantOutcome =
   | { readonly status: "consumed"; readonly request: ApprovalRequest; readonly receipt: JournalReceipt }
   | {
       readonly status: "unknown" | "mismatch" | "expired" | "already_consumed" | "denied" | "not_granted";
-      readonly mismatched?: readonly (keyof ApprovalBinding | "token")[];
+      readonly mismatched?: readonly (keyof ApprovalBinding | "token" | "edit")[];
     };
