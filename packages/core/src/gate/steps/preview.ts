@@ -7,7 +7,7 @@ import { canonicalJson, hashCanonical } from "../../canonical-json.js";
 import { ToolError } from "../../errors.js";
 import type { EffectIdentity, PreviewContext } from "../../context.js";
 import type { ApprovalPreview } from "../../manifest.js";
-import type { Authorized, BuiltPreview, Previewed, Writable } from "../call-state.js";
+import type { Authorized, BuiltPreview, Frozen, Previewed, Resolved, Writable } from "../call-state.js";
 import type { InvokeResult } from "../results.js";
 import { bounded, connectorRequest, lazyConnector } from "../connector-access.js";
 import type { GateEnv } from "../env.js";
@@ -56,7 +56,11 @@ function approvalRequired(c: Authorized): boolean {
   }
 }
 
-async function buildPreview(env: GateEnv, c: Authorized): Promise<BuiltPreview | ToolError> {
+/**
+ * The tool's preview of `c.parsed` under the tool's deadline, checked, redacted and hashed (or the
+ * error it failed with). Also the edited call's re-preview at the retry and the desk's preview of an edit.
+ */
+export async function buildPreview(env: GateEnv, c: Resolved & Pick<Frozen, "parsed">): Promise<BuiltPreview | ToolError> {
   const { manifest } = c;
   try {
     const raw = await bounded(c, "the preview", (signal) => {
@@ -93,6 +97,9 @@ export function checkPreview(env: GateEnv, toolId: string, raw: unknown): BuiltP
 
 /** Errors a preview threw (or that carry its text), as opposed to the gate's verdicts on what it returned. */
 const thrownByPreview = new WeakSet<ToolError>();
+
+/** True for an error `buildPreview` returned from what the preview threw (its text may quote what it read: fence it). */
+export const previewThrew = (error: ToolError): boolean => thrownByPreview.has(error);
 
 function previewProblems(raw: unknown): string | undefined {
   if (raw === null || typeof raw !== "object") return "a preview must be an object { summary, details?, body?, plan? }";
