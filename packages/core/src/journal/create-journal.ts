@@ -17,6 +17,7 @@ import {
   startedEntry,
 } from "./events.js";
 import { checkGrant } from "./grant-check.js";
+import { listed, refuseDecision, refuseRequest } from "./decision-rules.js";
 import { badCharges, chargeReads, hasCharges, takeCharges, type CallFacts } from "./charges.js";
 import { recordIndex, UNANSWERED } from "./record-index.js";
 import { ownEntries, ownLinks } from "./own-seals.js";
@@ -25,9 +26,7 @@ import { JOURNAL_OPERATIONS, journalOperations } from "./operations.js";
 import { claimableEntry, openEntry, openRecord, openRequest, sealEntry, sealRecord, sealRequest, subjectOf, tampered } from "./sealed-rows.js";
 import {
   RECORD_KIND,
-  type ApprovalDecision,
   type ApprovalRequest,
-  type ApprovalRequestInput,
   type AuditEventInput,
   type BeginIntentResult,
   type GrantCheck,
@@ -356,43 +355,6 @@ function badRecordRef(kind: string, id: string): ToolError | undefined {
     return new ToolError("config_invalid", `a record kind is lowercase letters and dashes (1-32), not entry or request: ${String(kind).slice(0, 40)}`);
   if (typeof id !== "string" || id.length === 0 || id.length > 256) return new ToolError("config_invalid", `a ${kind} record's id is 1-256 characters`);
   return undefined;
-}
-
-/** A request the journal could not read back is refused before it is stored. */
-function refuseRequest(input: ApprovalRequestInput): void {
-  if (input.approvalsNeeded !== undefined && input.approvalsNeeded !== 1 && input.approvalsNeeded !== 2)
-    throw new ToolError("config_invalid", `approvalsNeeded is 1 or 2, not ${String(input.approvalsNeeded)}`);
-  if (input.callRef !== undefined && (typeof input.callRef !== "string" || input.callRef.length > 256))
-    throw new ToolError("invalid_input", "callRef is a string of at most 256 characters");
-}
-
-/**
- * Refuse a decision before anything is written: it must name the approver and how they were
- * authenticated, and a request needing two approvers needs two different ones.
- */
-function refuseDecision(id: string, request: ApprovalRequest, decision: ApprovalDecision): void {
-  if (typeof decision.approver !== "string" || decision.approver === "" || typeof decision.via !== "string" || decision.via === "") {
-    throw new ToolError("approval_invalid", `a decision on approval request ${id} must name its approver and how they were authenticated`);
-  }
-  if (decision.kind !== "grant") return;
-  if (decision.linked !== undefined && !(Array.isArray(decision.linked) && decision.linked.every((l) => typeof l === "string" && l !== ""))) {
-    throw new ToolError("approval_invalid", `a decision's linked ids on approval request ${id} are non-empty strings`);
-  }
-  const people = (by: string, linked: readonly string[] | undefined) => [by, ...(linked ?? [])];
-  const mine = people(decision.approver, decision.linked);
-  const earlier = (request.approvals ?? []).find((a) => people(a.by, a.linked).some((p) => mine.includes(p)));
-  if (earlier) {
-    throw new ToolError(
-      "approval_invalid",
-      `approval request ${id} needs a second, different approver: ${decision.approver} is, or stands for, ${earlier.by}, who already granted it`,
-    );
-  }
-}
-
-/** A listed row whose sealed state is not one the list was filtered by: its unsealed state column was edited. */
-function listed<T, S extends string>(kind: "entry" | "request", id: string, value: T, stateOf: (value: T) => S, states: readonly S[] | undefined): T {
-  if (states === undefined || states.includes(stateOf(value))) return value;
-  throw tampered(kind, id, "index", `is listed by its state column but its sealed state is ${stateOf(value)}`);
 }
 
 /** A count or position as every driver takes it: a whole number from 0 to 2^53 - 1. */
