@@ -8,6 +8,7 @@ import { h, layout, messagePage, type PageContext } from "./html.js";
 import { approvalRoutes } from "./routes-approvals.js";
 import { auditRoutes } from "./routes-audit.js";
 import { budgetRoutes } from "./routes-budgets.js";
+import { editRoutes } from "./routes-edit.js";
 import { operatorRoutes } from "./routes-operators.js";
 import { opsRoutes } from "./routes-ops.js";
 import {
@@ -161,6 +162,7 @@ export function createConsoleApp(options: ConsoleOptions, binding: ConsoleBindin
   });
   app.get("/", (c) => c.redirect("/approvals", 303));
   approvalRoutes(app, context);
+  editRoutes(app, context);
   auditRoutes(app, context);
   opsRoutes(app, context);
   budgetRoutes(app, context);

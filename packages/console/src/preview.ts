@@ -1,4 +1,5 @@
 import type { ApprovalRequest } from "@toolgate/core";
+import type { ApprovalChange } from "@toolgate/core/store-kit";
 import { h, text, type Child, type Markup } from "./html.js";
 
 /** Characters that change how text reads without showing themselves (bidi controls, zero-width, soft hyphen, C0/C1 controls). */
@@ -64,13 +65,15 @@ export function renderDiff(body: string): Markup {
   })}</pre>`;
 }
 
-/** How many approvals a request has and needs (the two-person rule). */
+/** How many approvals a request's current version has and needs (the two-person rule). */
 export function approvalsOf(request: ApprovalRequest): { readonly have: NonNullable<ApprovalRequest["approvals"]>; readonly need: number } {
-  return { have: request.approvals ?? [], need: request.approvalsNeeded ?? 1 };
+  // Only approvals of the version that would run count: an edit starts the count again.
+  const version = request.edit?.version ?? 0;
+  return { have: (request.approvals ?? []).filter((a) => (a.version ?? 0) === version), need: request.approvalsNeeded ?? 1 };
 }
 
 /** The concrete preview of one request: summary, target, every fact, the body (a diff as a diff). */
-export function renderPreview(request: ApprovalRequest): Markup {
+export function renderPreview(request: Pick<ApprovalRequest, "toolId" | "preview" | "target">): Markup {
   const { preview } = request;
   const details = preview.details;
   const recipients = details ? (["to", "cc", "bcc"] as const).flatMap((k) => (Array.isArray(details[k]) ? (details[k] as unknown[]) : [])) : [];
@@ -82,4 +85,29 @@ ${recipients.length > 0 ? h`<p class="recipients">${recipients.length} recipient
 ${details ? h`<div class="details">${renderValue(details)}</div>` : ""}
 ${body === undefined ? "" : isDiff(request, body) ? renderDiff(body) : h`<pre class="body">${visible(body)}</pre>`}
 </section>`;
+}
+
+/** Items of `list` not in `other` (by their JSON), for marking removed and added entries. */
+function notIn(list: readonly unknown[], other: readonly unknown[]): Set<number> {
+  const keys = new Set(other.map((v) => text(v)));
+  return new Set(list.flatMap((v, i) => (keys.has(text(v)) ? [] : [i])));
+}
+
+/** One side of a change: absent, a list item by item (the items the other side lacks marked by class), or any value. */
+function changeSide(value: unknown, present: boolean, other: unknown, cls: "del" | "add"): Markup {
+  if (!present) return h`<span class="none">absent</span>`;
+  if (Array.isArray(value) && value.length > 0 && Array.isArray(other)) {
+    const marked = notIn(value, other);
+    return h`<ol class="list">${value.slice(0, 1000).map((item, i) => h`<li${marked.has(i) ? h` class="${cls}"` : ""}>${renderValue(item, 1)}</li>`)}</ol>`;
+  }
+  return renderValue(value);
+}
+
+/** An approver's changes against the input as asked: member, before, after (lists item by item, hidden characters shown). */
+export function renderChanges(changes: readonly ApprovalChange[]): Markup {
+  if (changes.length === 0) return h`<p class="none">No changes.</p>`;
+  return h`<table class="changes"><thead><tr><th>field</th><th>as asked</th><th>edited</th></tr></thead><tbody>${changes.map(
+    (c) =>
+      h`<tr data-path="${c.path}"><td><code>${visible(c.path === "" ? "(whole input)" : c.path)}</code></td><td class="before">${changeSide(c.before, "before" in c, c.after, "del")}</td><td class="after">${changeSide(c.after, "after" in c, c.before, "add")}</td></tr>`,
+  )}</tbody></table>`;
 }

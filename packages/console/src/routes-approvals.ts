@@ -3,10 +3,12 @@ import { streamSSE } from "hono/streaming";
 import type { ApprovalRequest, Approver } from "@toolgate/core";
 import type { OperatorScope } from "@toolgate/core/operator";
 import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
+import { currentVersion, notEditable } from "./edit-form.js";
+import { editDesk } from "./types.js";
 import { csrfForm, h, layout, type Markup } from "./html.js";
-import { approvalsOf, renderPreview, visible } from "./preview.js";
+import { approvalsOf, renderChanges, renderPreview, visible } from "./preview.js";
 
-const REQUEST_ID = /^apr_[A-Za-z0-9_-]{1,100}$/;
+export const REQUEST_ID = /^apr_[A-Za-z0-9_-]{1,100}$/;
 const NOTICES: Readonly<Record<string, string>> = {
   granted: "Approved. The caller's retry of the same call runs it, once.",
   needs_another: "Your approval is recorded; this request needs a second, different approver.",
@@ -37,26 +39,61 @@ export function blockedBy(
   return undefined;
 }
 
+/** For one signed-in approver: why each request is blocked for it (see `blockedBy`). */
+export async function blockerFor(context: ConsoleContext, approver: Approver): Promise<(r: ApprovalRequest) => string | undefined> {
+  const { authority } = context;
+  const canDecide = authority.can(approver, "decide");
+  const scope = approver.id === "owner" ? undefined : (await authority.operators.get(approver.id))?.scope;
+  const risks = new Map(context.inventory().tools.map((t) => [t.id, t.risk]));
+  return (r) => blockedBy(r, approver, scope, risks.get(r.toolId), canDecide);
+}
+
+/** The version a decision names (hidden in every approve form): what the approver saw. */
+export function expectFields(r: ApprovalRequest): Markup {
+  const { version, previewHash } = currentVersion(r);
+  return h`<input type="hidden" name="version" value="${String(version)}"><input type="hidden" name="previewHash" value="${previewHash}">`;
+}
+
+/** `version` and `previewHash` from a form; undefined when neither was sent; an error when malformed. */
+export function expectOf(form: Readonly<Record<string, unknown>>): { version: number; previewHash: string } | undefined | { error: string } {
+  const { version, previewHash } = form;
+  if (version === undefined && previewHash === undefined) return undefined;
+  if (typeof version !== "string" || !/^\d{1,6}$/.test(version) || typeof previewHash !== "string" || !/^[0-9a-f]{64}$/.test(previewHash))
+    return { error: "The form's version and preview hash are not well formed; reload the page." };
+  return { version: Number(version), previewHash };
+}
+
+/** An edited request: who edited it, the changes against the input as asked, the preview of the version that would run. */
+function editedPreview(r: ApprovalRequest): Markup {
+  if (!r.edit) return renderPreview(r);
+  const { edit } = r;
+  return h`<p class="edited">Edited by <strong>${visible(edit.by)}</strong> (version ${String(edit.version)}, ${edit.at}): it runs the edited input.</p>
+${renderChanges(edit.changes)}
+${renderPreview({ toolId: r.toolId, preview: edit.preview, target: edit.target })}
+<details class="asked"><summary>The preview of the call as asked</summary>${renderPreview(r)}</details>`;
+}
+
 function requestCard(r: ApprovalRequest, ctx: { csrf: string; blocked: string | undefined; approver: Approver }): Markup {
   const { have, need } = approvalsOf(r);
   // The first approver may still deny; approving again is refused by the desk (approval_invalid).
   const mine = have.some((a) => a.by === ctx.approver.id);
   const { callRef } = r;
-  return h`<article class="request" id="${r.id}" data-request-id="${r.id}" data-tool-id="${r.toolId}" data-approvals="${have.length}/${need}">
+  const editLink = notEditable(r) === undefined ? h` <a class="edit" href="/approvals/${r.id}/edit">Edit…</a>` : "";
+  return h`<article class="request" id="${r.id}" data-request-id="${r.id}" data-tool-id="${r.toolId}" data-approvals="${have.length}/${need}" data-version="${String(r.edit?.version ?? 0)}">
 <header><h2>${visible(r.toolId)}${r.kind === "output" ? " — release a held result" : ""}</h2>
 <p class="meta">Request <code>${r.id}</code> · for <strong>${visible(r.principal)}</strong> in tenant <strong>${visible(r.tenant)}</strong> · asked ${r.createdAt} · expires ${r.expiresAt}${
     callRef ? h` · call ref <code>${visible(callRef)}</code>` : ""
   }</p>
 ${need > 1 ? h`<p class="approvals">Approvals: ${have.length} of ${need}${have.length > 0 ? h` (${have.map((a) => `${a.by} via ${a.via}`).join(", ")})` : ""}</p>` : ""}</header>
-${renderPreview(r)}
+${editedPreview(r)}
 ${
   ctx.blocked === undefined
     ? h`${mine ? h`<p class="notice">You approved this; it needs a second, different approver.</p>` : ""}<div class="decide">${csrfForm(
         `/approvals/${r.id}/approve`,
         ctx.csrf,
-        h`<label>Grant valid for <input type="number" name="ttl" min="1" max="${MAX_TTL_MINUTES}" value="${DEFAULT_TTL_MINUTES}" required> minutes</label><button type="submit" class="approve">Approve</button>`,
+        h`${expectFields(r)}<label>Grant valid for <input type="number" name="ttl" min="1" max="${MAX_TTL_MINUTES}" value="${DEFAULT_TTL_MINUTES}" required> minutes</label><button type="submit" class="approve">Approve</button>`,
         "approve",
-      )}${csrfForm(
+      )}${editLink}${csrfForm(
         `/approvals/${r.id}/deny`,
         ctx.csrf,
         h`<label>Reason <input type="text" name="reason" maxlength="500" placeholder="why"></label><button type="submit" class="deny">Deny</button>`,
@@ -68,7 +105,7 @@ ${
 }
 
 /** Minutes from the form, whole, 1 … 1440; undefined when anything else. */
-function ttlMinutes(value: unknown): number | undefined {
+export function ttlMinutes(value: unknown): number | undefined {
   if (value === undefined || value === "") return DEFAULT_TTL_MINUTES;
   if (typeof value !== "string" || !/^\d{1,4}$/.test(value.trim())) return undefined;
   const minutes = Number(value);
@@ -86,15 +123,13 @@ export function approvalRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
     const id = c.req.query("id");
     const notice = done && NOTICES[done] && id && REQUEST_ID.test(id) ? h`<p class="notice" role="status">${NOTICES[done]!} (<code>${id}</code>)</p>` : "";
     const approver = ctx.approver!;
-    const canDecide = authority.can(approver, "decide");
-    const scope = approver.id === "owner" ? undefined : (await authority.operators.get(approver.id))?.scope;
-    const risks = new Map(context.inventory().tools.map((t) => [t.id, t.risk]));
+    const blocked = await blockerFor(context, approver);
     return c.html(
       layout(
         "Approvals",
         ctx,
         h`${notice}<p><span id="pending-count">${live.length}</span> pending · <span id="live" aria-live="polite">connecting</span></p>
-<div id="queue"><p class="empty"${live.length > 0 ? " hidden" : ""}>Nothing waits for a human.</p>${live.map((r) => requestCard(r, { csrf: ctx.csrf!, approver, blocked: blockedBy(r, approver, scope, risks.get(r.toolId), canDecide) }))}</div>`,
+<div id="queue"><p class="empty"${live.length > 0 ? " hidden" : ""}>Nothing waits for a human.</p>${live.map((r) => requestCard(r, { csrf: ctx.csrf!, approver, blocked: blocked(r) }))}</div>`,
         "/approvals",
       ),
     );
@@ -108,9 +143,12 @@ export function approvalRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
     const minutes = ttlMinutes(c.get("form").ttl);
     if (minutes === undefined)
       return c.html(layout("Not done", pageContext(c, authority), h`<p>The grant's lifetime must be 1 to ${MAX_TTL_MINUTES} whole minutes.</p>`), 400);
+    const expect = expectOf(c.get("form"));
+    if (expect && "error" in expect) return c.html(layout("Not done", pageContext(c, authority), h`<p>${expect.error}</p>`), 400);
     try {
-      // The session's approver, never a name from the form; the desk re-checks the operator and its scope.
-      const result = await gate.approvals.grant(id, { by: approver, ttlMs: minutes * 60_000 });
+      // The session's approver, never a name from the form; the desk re-checks the operator and its scope,
+      // and the journal the version the page showed (a request edited since is refused as stale).
+      const result = await editDesk(gate).grant(id, { by: approver, ttlMs: minutes * 60_000, ...(expect ? { expect } : {}) });
       const done = result.status === "needs_another" ? "needs_another" : "granted";
       return c.redirect(`/approvals?done=${done}&id=${encodeURIComponent(id)}`, 303);
     } catch (error) {

@@ -25,7 +25,7 @@ export const CONSOLE_JS = `"use strict";
           var next = wanted[id];
           if (!next) a.remove();
           else {
-            if (next.getAttribute("data-approvals") !== a.getAttribute("data-approvals")) a.replaceWith(document.importNode(next, true));
+            if (next.getAttribute("data-approvals") !== a.getAttribute("data-approvals") || next.getAttribute("data-version") !== a.getAttribute("data-version")) a.replaceWith(document.importNode(next, true));
             delete wanted[id];
           }
         });
@@ -75,4 +75,9 @@ table { border-collapse: collapse; width: 100%; font-size: .9rem; }
 th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #8884; vertical-align: top; }
 form.filters { display: flex; gap: .5rem; flex-wrap: wrap; align-items: end; margin-bottom: 1rem; }
 form.filters label { display: flex; flex-direction: column; font-size: .85rem; }
+.edited { font-weight: 600; }
+table.changes li.del { background: #d332; text-decoration: line-through; } table.changes li.add { background: #2a62; }
+form.edit .field { margin: .6rem 0; } form.edit .field label { display: block; margin-bottom: .2rem; }
+form.edit textarea { width: 100%; font-family: ui-monospace, monospace; box-sizing: border-box; }
+.kind { opacity: .7; font-size: .85rem; }
 `;

@@ -9,8 +9,8 @@ export interface QueueChange {
 
 /**
  * Reads the pending approvals from the journal every `pollMs` (other workers write it) while anyone
- * listens: the live page's event streams and the webhook. Tells each listener when the pending set
- * or a request's approvals change; a failed read is tried again next tick.
+ * listens: the live page's event streams and the webhook. Tells each listener when the pending set,
+ * a request's approvals or its edit version change; a failed read is tried again next tick.
  */
 export interface QueueWatcher {
   subscribe(listener: (change: QueueChange) => void): () => void;
@@ -34,7 +34,7 @@ export function watchQueue(desk: Pick<ApprovalDesk, "list">, pollMs: number, onE
     try {
       const pending = await desk.list({ status: ["pending"] });
       const next = pending
-        .map((r) => `${r.id}:${r.approvals?.length ?? 0}`)
+        .map((r) => `${r.id}:${r.approvals?.length ?? 0}:${r.edit?.version ?? 0}`)
         .sort()
         .join(",");
       const added = pending.filter((r) => !seen.has(r.id));
