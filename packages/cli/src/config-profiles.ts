@@ -50,3 +50,71 @@ export function checkProfiles(file: string, profiles: readonly unknown[]): reado
   }
   return Object.freeze(parsed as ConfigProfile[]);
 }
+
+/** What a tool lets an approver edit: its manifest's `edits` (absent = the whole input, `""`). */
+type EditsDeclaration = false | { readonly fields: readonly string[] } | undefined;
+
+/** The families as composed: enough to find each tool's manifest `edits` by family. */
+export interface ComposedFamilies {
+  readonly families: readonly { readonly name: string; readonly tools: readonly { readonly id: string; readonly edits?: EditsDeclaration }[] }[];
+}
+
+/** `path` is `prefix` or lies under it (JSON Pointers; `""` is the whole input). */
+const isUnder = (path: string, prefix: string): boolean => prefix === "" || path === prefix || path.startsWith(`${prefix}/`);
+
+/** The JSON Schema at a pointer, following `properties` only (an edit names object members, never array items). */
+function namesProperty(schema: unknown, pointer: string): boolean {
+  let at = schema as { properties?: Record<string, unknown> } | undefined;
+  for (const raw of pointer.split("/").slice(1)) {
+    const name = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    const next = at?.properties && Object.hasOwn(at.properties, name) ? at.properties[name] : undefined;
+    if (next === undefined) return false;
+    at = next as typeof at;
+  }
+  return true;
+}
+
+/** Why `field` is not an edit this tool allows, or undefined when it is (it narrows the manifest's list). */
+function fieldProblem(tool: { readonly id: string; readonly edits?: EditsDeclaration }, field: string, schema: unknown): string | undefined {
+  const allowed = tool.edits === false ? false : (tool.edits?.fields ?? [""]);
+  if (allowed === false) return `${tool.id} refuses edits (use false)`;
+  const under = allowed.find((m) => isUnder(field, m));
+  if (under === undefined && !allowed.some((m) => isUnder(m, field)))
+    return `${tool.id} does not let ${JSON.stringify(field)} be edited (it allows ${allowed.map((m) => JSON.stringify(m)).join(", ")})`;
+  if (under !== undefined && field !== under && !namesProperty(schema, field)) return `${JSON.stringify(field)} names no member of ${tool.id}'s input`;
+  return undefined;
+}
+
+/**
+ * Check each profile's `approvalEdits` against the composed tools: a key that names no tool or
+ * family, or a field no tool it names lets an approver edit, is `profile_invalid` when the
+ * composition loads — a typo would otherwise silently allow nothing (or keep a field editable).
+ */
+export function checkApprovalEdits(file: string, profiles: readonly ConfigProfile[], composed: ComposedFamilies, schemaOf: (toolId: string) => unknown): void {
+  const problems: string[] = [];
+  for (const [index, profile] of profiles.entries()) {
+    const edits = (profile as { approvalEdits?: Readonly<Record<string, false | readonly string[]>> }).approvalEdits;
+    for (const [key, fields] of Object.entries(edits ?? {})) {
+      const where = `profiles.${index} (${profile.name}).approvalEdits[${JSON.stringify(key)}]`;
+      const family = key.endsWith(".*") ? composed.families.find((f) => f.name === key.slice(0, -2)) : undefined;
+      const tools = family ? family.tools : composed.families.flatMap((f) => f.tools.filter((t) => t.id === key));
+      if (tools.length === 0) {
+        problems.push(`${where}: no ${key.endsWith(".*") ? "family" : "tool"} ${JSON.stringify(key.endsWith(".*") ? key.slice(0, -2) : key)} is composed`);
+        continue;
+      }
+      if (fields === false) continue;
+      for (const field of fields) {
+        const why = tools.map((t) => fieldProblem(t, field, schemaOf(t.id)));
+        if (why.every((w) => w !== undefined))
+          problems.push(`${where}: ${why.length === 1 ? why[0]! : `no tool of ${key} lets ${JSON.stringify(field)} be edited`}`);
+      }
+    }
+  }
+  if (problems.length > 0)
+    throw new ToolError("profile_invalid", `${file} is invalid: ${problems.join("; ")}`, {
+      details: {
+        problems,
+        hint: `fix approvalEdits in ${file}: toolgate inventory lists the tools and families; a tool's manifest (edits) names the fields it lets an approver edit`,
+      },
+    });
+}

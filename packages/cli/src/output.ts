@@ -30,6 +30,8 @@ export interface Io {
   readonly err: (text: string) => void;
   /** True when stderr is a terminal: progress is shown only then. */
   readonly interactive: boolean;
+  /** Ask the person at the terminal (a confirmation); absent: the terminal's stdin, when there is one. */
+  readonly ask?: (question: string) => Promise<string | undefined>;
 }
 
 export const processIo: Io = {
@@ -57,6 +59,8 @@ export function hintFor(code: string, tool?: string): string | undefined {
     approval_consumed: "the grant was used; run the call again for a new request",
     approval_invalid: "run the call again for a new request, then toolgate approvals approve ID",
     approval_unknown: "toolgate approvals list shows the requests",
+    edit_refused:
+      "the tool or the profile does not let that field be edited, or the request cannot be edited: toolgate approvals show ID lists the editable fields; deny it with a reason instead",
     approver_invalid: "the CLI decides as the owner; operators sign in to toolgate console",
     approver_forbidden: "toolgate operators list shows each operator's role and scope",
     operator_unknown: "toolgate operators list shows them",
@@ -85,7 +89,7 @@ export function reportFailure(io: Io, error: unknown, debug: boolean): number {
     const next = typeof hint === "string" ? hint : hintFor(error.code);
     if (next) io.err(`hint: ${next}`);
     if (debug && error.stack) io.err(error.stack);
-    return error.code === "config_invalid" || error.code === "journal_failed" ? EXIT.config : EXIT.failed;
+    return ["config_invalid", "journal_failed", "profile_invalid"].includes(error.code) ? EXIT.config : EXIT.failed;
   }
   const message = error instanceof Error ? error.message : String(error);
   io.err(`toolgate: ${message}`);

@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { ToolError, createGate, createMemoryJournal, createToolRegistry, type Gate, type Journal, type ToolRegistry } from "@toolgate/core";
 import { createFileVault, type TokenVault } from "@toolgate/core/connectors";
 import { withConfiguredWitness } from "./commands/audit.js";
 import { findConfig, loadConfig, type Composition, type ToolgateConfig } from "./config.js";
-import type { ConfigProfile } from "./config-profiles.js";
+import { checkApprovalEdits, type ConfigProfile } from "./config-profiles.js";
 import { webhookSecretFile } from "./console-config.js";
 import { CliFailure, EXIT } from "./output.js";
 import { openStateDir, protectStatePaths } from "./state.js";
@@ -60,6 +60,7 @@ export async function openRuntime(options: OpenRuntimeOptions): Promise<Runtime>
   let gate: Gate;
   try {
     registry = createToolRegistry({ families: composition.families }) as unknown as ToolRegistry;
+    checkApprovalEdits(basename(configPath), config.profiles, composition, (id) => registry.describe(id)?.inputSchema);
     gate = createGate({
       registry,
       journal,

@@ -14,6 +14,7 @@ import {
 } from "@toolgate/core/operator";
 import type { ToolgateConfig } from "../config.js";
 import { CliFailure, EXIT, progress, table, type Io } from "../output.js";
+import { printable } from "../printable.js";
 import type { Runtime } from "../runtime.js";
 
 const PAGE = 1000;
@@ -37,7 +38,7 @@ export async function auditTail(runtime: Runtime, options: { lines: number; json
     io.out(
       table(
         ["#", "at", "event", "tool", "principal", "facts"],
-        rows.map((r) => [String(r.seq), r.at, r.type, r.toolId ?? "", r.principal ?? "", summarize(r.data)]),
+        rows.map((r) => [String(r.seq), r.at, r.type, r.toolId ?? "", r.principal ?? "", printable(summarize(r))]),
       ),
     );
   return EXIT.ok;
@@ -186,7 +187,17 @@ export async function auditExport(runtime: Runtime, options: { out?: string }, i
   return EXIT.ok;
 }
 
-function summarize(data: Readonly<Record<string, unknown>>): string {
+/** An approver's edit: `requestId=apr_… v2 by op_… /to,/cc` (the whole change is in the event and `approvals show`). */
+function editedSummary(data: Readonly<Record<string, unknown>>): string {
+  const changes = Array.isArray(data["changes"]) ? (data["changes"] as readonly { path?: unknown }[]) : [];
+  const paths = changes.map((c) => (c.path === "" ? "(whole input)" : String(c.path))).join(",");
+  const shown = paths.length > 80 ? `${paths.slice(0, 80)}…` : paths;
+  return `requestId=${String(data["requestId"]).slice(0, 40)} v${String(data["version"])} by ${String(data["approver"]).slice(0, 40)} ${shown}`;
+}
+
+function summarize(record: AuditRecord): string {
+  const data = record.data;
+  if (record.type === "approval.edited") return editedSummary(data);
   const parts: string[] = [];
   for (const key of ["code", "state", "result", "requestId", "approver", "target", "key"]) {
     const value = data[key];
