@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ToolError } from "./errors.js";
 import type { ToolContext, PreviewContext, EffectIdentity } from "./context.js";
+import { editsProblems } from "./edit-fields.js";
 
 /** `family.verb_noun`: lower-case words joined by dots, at most 64 characters. */
 export const TOOL_ID_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
@@ -128,6 +129,8 @@ export interface ToolFields<TId extends string, TInput extends z.ZodType, TOutpu
   readonly target?: (input: z.output<TInput>) => string;
   /** Short, secret-free description of the result, for audit. */
   readonly describeResult?: (output: z.output<TOutput>) => string;
+  /** Input members an approver may edit (JSON Pointers to declared members); `false` refuses edits. Default: the whole input. */
+  readonly edits?: false | { readonly fields: readonly string[] };
 }
 
 /**
@@ -279,6 +282,7 @@ export function defineTool<const TId extends string, TInput extends z.ZodType, T
     requiredConsent: Object.freeze([...(definition.requiredConsent ?? [])]),
     sovereignty: sovereigntyOf({ provider, dataEgress: definition.dataEgress }),
     runtimeIsolation: Object.freeze({ ...definition.runtimeIsolation }),
+    ...(definition.edits ? { edits: Object.freeze({ fields: Object.freeze([...definition.edits.fields]) }) } : {}),
     ...(definition.connector
       ? { connector: Object.freeze({ provider: definition.connector.provider, scopes: Object.freeze([...definition.connector.scopes]) }) }
       : {}),
@@ -296,7 +300,8 @@ function providerOf(d: { readonly provider?: string | undefined; readonly connec
 const nonEmpty = (value: unknown): boolean => typeof value === "string" && value.trim().length > 0;
 
 /** A definition as the run-time check sees it: the compiler's rules may have been bypassed. */
-type UncheckedDefinition = Omit<ToolFields<string, z.ZodType, z.ZodType, string>, "target" | "describeResult"> & {
+type UncheckedDefinition = Omit<ToolFields<string, z.ZodType, z.ZodType, string>, "target" | "describeResult" | "edits"> & {
+  readonly edits?: unknown;
   readonly effect: Effect;
   readonly approval: unknown;
   readonly preview?: unknown;
@@ -378,6 +383,7 @@ function manifestProblems(d: UncheckedDefinition): string[] {
   if (typeof d.handler !== "function") problems.push("handler must be a function");
   if (d.target !== undefined && typeof d.target !== "function") problems.push("target must be a function");
   if (d.describeResult !== undefined && typeof d.describeResult !== "function") problems.push("describeResult must be a function");
+  if (d.edits !== undefined) problems.push(...editsProblems(d.edits, () => jsonSchemaOf(d.input, "input")));
   return problems;
 }
 

@@ -3,6 +3,7 @@ import { ToolError } from "./errors.js";
 import { DATA_CLASSES, RISK_LEVELS, TOOL_ID_MAX_LENGTH, TOOL_ID_PATTERN } from "./manifest.js";
 import { WINDOW_MAX, WINDOW_MS } from "./limits/window.js";
 import { problemsOf } from "./schema-problems.js";
+import { fieldListProblems } from "./edit-fields.js";
 
 /**
  * A profile's limit, parsed. `window`: at most `max` calls of its tools per `per` (principal,
@@ -127,6 +128,22 @@ const limitsSchema = z
   .transform((limits): readonly ProfileLimit[] => Object.freeze(limits))
   .default(() => NO_LIMITS);
 
+/** Per tool id or `family.*`: `false` or the JSON Pointers an approver may edit; frozen. It only narrows the manifest's `edits`. */
+const approvalEditsSchema = z
+  .record(
+    toolPattern,
+    z
+      .union([z.literal(false), z.array(z.unknown()).readonly()], { error: "each approvalEdits entry must be false or an array of JSON Pointers" })
+      .superRefine((entry, ctx) => {
+        for (const message of entry === false ? [] : fieldListProblems(entry, "the entry")) ctx.addIssue({ code: "custom", message });
+      }),
+    { error: 'approvalEdits must be an object of tool ids or "family.*" to false or JSON Pointers' },
+  )
+  .refine((all) => Object.keys(all).length <= 256, { error: "approvalEdits may name at most 256 tools or families" })
+  .transform((all): Readonly<Record<string, false | readonly string[]>> =>
+    Object.freeze(Object.fromEntries(Object.entries(all).map(([k, v]) => [k, v === false ? (false as const) : Object.freeze([...(v as string[])])]))),
+  );
+
 const tokenProblem = (issue: { readonly input?: unknown }) => `token ${JSON.stringify(issue.input)} must be an exact "area:verb" token (no wildcards)`;
 
 /**
@@ -164,6 +181,8 @@ export const profileSchema = z
      * (per worker), each for some tools. Default none. See {@link ProfileLimit}.
      */
     limits: limitsSchema,
+    /** Which input fields an approver may edit, per tool id or `family.*` (narrows the manifest's `edits`). Default: the manifest's. */
+    approvalEdits: approvalEditsSchema.optional(),
   })
   .readonly();
 
