@@ -59,13 +59,35 @@ export function matches(record: AuditRecord, filter: AuditFilter): boolean {
   return true;
 }
 
+/** An edit's own facts: the version, the changed paths, the input hashes before and after (short). */
+function editFacts(data: Readonly<Record<string, unknown>>): string[] {
+  const parts: string[] = [];
+  if (typeof data.version === "number" && data.version > 0) parts.push(`version=${data.version}`);
+  if (Array.isArray(data.changes))
+    parts.push(
+      `changed=${data.changes
+        .map((c: unknown) => text((c as { path?: unknown } | null)?.path ?? "?"))
+        .join(",")
+        .slice(0, 200)}`,
+    );
+  for (const [key, label] of [
+    ["fromInputHash", "from"],
+    ["inputHash", "input"],
+    ["askedInputHash", "asked"],
+  ] as const) {
+    const value = data[key];
+    if (typeof value === "string" && (key !== "inputHash" || data.fromInputHash !== undefined)) parts.push(`${label}=${value.slice(0, 12)}`);
+  }
+  return parts;
+}
+
 function facts(data: Readonly<Record<string, unknown>>): string {
   const parts: string[] = [];
   for (const key of ["code", "state", "result", "requestId", "approver", "via", "complete", "target", "key", "operator", "outcome", "reason"]) {
     const value = data[key];
     if (value !== undefined && value !== null) parts.push(`${key}=${typeof value === "string" ? value.slice(0, 60) : text(value)}`);
   }
-  return parts.join(" ");
+  return [...parts, ...editFacts(data)].join(" ");
 }
 
 function verdictBlock(verdict: JournalRowsVerdict): Markup {
