@@ -1,7 +1,18 @@
-import { createHash, randomBytes } from "node:crypto";
+/**
+ * Composing a message: nodemailer's message composer builds the RFC 5322 bytes (headers, RFC 2047
+ * encoded words, multipart, base64), and everything checked or shown is read back from those bytes
+ * — recipients by the family's one address parser, text and attachments by `postal-mime`.
+ */
+import MailComposer from "nodemailer/lib/mail-composer";
+import type MimeNode from "nodemailer/lib/mime-node";
+import { ToolError } from "@toolgate/core";
 import { z } from "zod";
+import { sha256 } from "./digest.js";
+import { contentOf } from "./message-content.js";
 import { recipientAllowed, type GmailConfig } from "./options.js";
 import { isSingleAddress, readWireHeaders, recipientAddresses, type WireHeaders } from "./recipients.js";
+
+export { sha256 } from "./digest.js";
 
 const NO_CONTROL = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/;
 
@@ -23,7 +34,11 @@ const attachmentSchema = z
       .min(1)
       .max(255)
       .regex(/^[^"\\/\u0000-\u001f\u007f]+$/, "must be a plain file name (no quotes, slashes or control characters)"),
-    mimeType: z.string().regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/i, "must be a MIME type like application/pdf"),
+    mimeType: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/i, "must be a MIME type like application/pdf")
+      // A message/* or multipart/* part is read as part of the message (its text joins the body), not as a file.
+      .refine((t) => !/^(message|multipart)\//i.test(t), "must be a file type, not message/* or multipart/*"),
     contentBase64: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, "must be standard base64"),
   })
   .strict();
@@ -80,9 +95,51 @@ export function composeSchema(config: GmailConfig, enforceAllowlist: boolean) {
   });
 }
 
+/** The parts of a message that vary from one composition to the next: its date, Message-ID and multipart boundary. */
+interface Envelope {
+  readonly date: Date;
+  readonly messageId: string;
+  readonly boundary: string;
+}
+
+/** The envelope of every preview (a preview must come out the same each time it is built); a send gets a fresh one. */
+const PREVIEW_ENVELOPE: Envelope = { date: new Date(0), messageId: "<preview@toolgate.invalid>", boundary: "0".repeat(16) };
+
+/** What the human approved and the send must match: the digest of every fact the preview showed. */
+const planSchema = z.object({ factsSha256: z.string().regex(/^[0-9a-f]{64}$/) });
+
+/** The message tree as nodemailer's composer builds it. Every header value was validated free of CR/LF and control characters. */
+function composer(config: GmailConfig, input: ComposeFields, envelope?: Envelope): MimeNode {
+  const node = new MailComposer({
+    ...(config.from ? { from: config.from } : {}),
+    to: input.to,
+    ...(input.cc && input.cc.length > 0 ? { cc: input.cc } : {}),
+    ...(input.bcc && input.bcc.length > 0 ? { bcc: input.bcc } : {}),
+    subject: input.subject,
+    ...(input.inReplyTo ? { inReplyTo: input.inReplyTo, references: input.inReplyTo } : {}),
+    // A Buffer, so an empty body is still a text part; base64, so the bytes arrive exactly as approved.
+    text: Buffer.from(input.body, "utf8"),
+    encoding: "base64",
+    attachments: (input.attachments ?? []).map((a) => ({
+      filename: a.filename,
+      contentType: a.mimeType,
+      content: Buffer.from(a.contentBase64, "base64"),
+      contentDisposition: "attachment",
+      contentTransferEncoding: "base64",
+    })),
+    ...(envelope ? { date: envelope.date, messageId: envelope.messageId, baseBoundary: envelope.boundary } : {}),
+    newline: "\r\n",
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  }).compile();
+  // Gmail reads Bcc from the message it is given (and removes it before delivery).
+  node.keepBcc = true;
+  return node;
+}
+
 /** The composed message's header section read back by the same parser `send_draft` uses: the recipients are those the wire carries. */
 export function wireHeadersOf(config: GmailConfig, input: ComposeFields): WireHeaders {
-  return readWireHeaders(Buffer.from(`${composeHeaders(config, input, new Date(0)).join("\r\n")}\r\n\r\n`, "utf8"));
+  return readWireHeaders(Buffer.from(`${composer(config, input, PREVIEW_ENVELOPE).buildHeaders()}\r\n\r\n`, "utf8"));
 }
 
 /** Every recipient of the composed message, lower-cased. */
@@ -90,74 +147,55 @@ export function recipientsOf(config: GmailConfig, input: ComposeFields): string[
   return recipientAddresses(wireHeadersOf(config, input));
 }
 
-export function sha256(data: string | Buffer): string {
-  return createHash("sha256").update(data).digest("hex");
+/** Compose the message (with `envelope`, else a fresh date, Message-ID and boundary): its bytes, and what a reader sees in them. */
+export async function composeMessage(config: GmailConfig, input: ComposeFields, envelope?: Envelope) {
+  const bytes = await composer(config, input, envelope).build();
+  return { bytes, wire: readWireHeaders(bytes), ...(await contentOf(bytes)) };
 }
 
-/** The facts a human approves before a message leaves: sender, every recipient, subject, exact body digest. */
-export function composePreviewDetails(config: GmailConfig, input: ComposeFields): Record<string, unknown> {
-  const wire = wireHeadersOf(config, input);
+/** Every fact of a composed message a human approves: sender, every recipient, subject, text and attachments with their digests. */
+function factsOf(message: Awaited<ReturnType<typeof composeMessage>>, input: ComposeFields) {
+  const { wire } = message;
+  const addresses = (list: WireHeaders["to"]) => list.map((m) => m.address);
   return {
-    from: config.from ?? "the connected Google account",
-    to: wire.to.map((m) => m.address),
-    cc: wire.cc.map((m) => m.address),
-    bcc: wire.bcc.map((m) => m.address),
-    subject: input.subject,
-    bodySha256: sha256(Buffer.from(input.body, "utf8")),
-    bodyBytes: Buffer.byteLength(input.body, "utf8"),
-    attachments: (input.attachments ?? []).map((a) => {
-      const data = Buffer.from(a.contentBase64, "base64");
-      return { filename: a.filename, mimeType: a.mimeType, bytes: data.length, sha256: sha256(data) };
-    }),
+    from: wire.from.length > 0 ? addresses(wire.from).join(", ") : "the connected Google account",
+    to: addresses(wire.to),
+    cc: addresses(wire.cc),
+    bcc: addresses(wire.bcc),
+    subject: wire.subject,
+    bodySha256: sha256(Buffer.from(message.text, "utf8")),
+    bodyBytes: Buffer.byteLength(message.text, "utf8"),
+    attachments: message.attachments,
     ...(input.threadId ? { threadId: input.threadId } : {}),
   };
 }
 
-/** RFC 2822 message, base64url, as Gmail's `raw` wants it. Every header value was validated free of CR/LF. */
-export function buildRaw(config: GmailConfig, input: ComposeFields, date: Date = new Date()): string {
-  const headers = composeHeaders(config, input, date);
-  const text = leaf("text/plain; charset=UTF-8", Buffer.from(input.body, "utf8"));
-  const attachments = input.attachments ?? [];
-  const body =
-    attachments.length === 0
-      ? text
-      : multipart([
-          text,
-          ...attachments.map((a) =>
-            leaf(
-              `${a.mimeType}; name="${encodeHeader(a.filename)}"`,
-              Buffer.from(a.contentBase64, "base64"),
-              `attachment; filename="${encodeHeader(a.filename)}"`,
-            ),
-          ),
-        ]);
-  return Buffer.from(`${headers.join("\r\n")}\r\n${body}`, "utf8").toString("base64url");
+/** The preview of a send, every fact read back from the composed message; the plan binds the send to those facts. */
+export async function composePreview(config: GmailConfig, input: ComposeFields) {
+  const message = await composeMessage(config, input, PREVIEW_ENVELOPE);
+  const details = factsOf(message, input);
+  return {
+    summary: `Send an email to ${recipientAddresses(message.wire).length} recipient(s): ${JSON.stringify(details.subject)} (cannot be undone)`,
+    details,
+    body: message.text,
+    plan: { factsSha256: sha256(JSON.stringify(details)) },
+  };
 }
 
-/** The header lines of a composed message. Every value was validated free of CR/LF. */
-function composeHeaders(config: GmailConfig, input: ComposeFields, date: Date): string[] {
-  return [
-    ...(config.from ? [`From: ${config.from}`] : []),
-    `To: ${input.to.join(", ")}`,
-    ...(input.cc && input.cc.length > 0 ? [`Cc: ${input.cc.join(", ")}`] : []),
-    ...(input.bcc && input.bcc.length > 0 ? [`Bcc: ${input.bcc.join(", ")}`] : []),
-    `Subject: ${encodeHeader(input.subject)}`,
-    `Date: ${date.toUTCString().replace("GMT", "+0000")}`,
-    ...(input.inReplyTo ? [`In-Reply-To: ${input.inReplyTo}`, `References: ${input.inReplyTo}`] : []),
-    "MIME-Version: 1.0",
-  ];
+/** A freshly composed message, base64url, as Gmail's `raw` wants it (drafts: nothing to match). */
+export async function buildRaw(config: GmailConfig, input: ComposeFields): Promise<string> {
+  return (await composeMessage(config, input)).bytes.toString("base64url");
 }
 
-function leaf(contentType: string, data: Buffer, disposition?: string): string {
-  return `Content-Type: ${contentType}\r\n${disposition ? `Content-Disposition: ${disposition}\r\n` : ""}Content-Transfer-Encoding: base64\r\n\r\n${data.toString("base64").replace(/.{1,76}/g, "$&\r\n")}`;
-}
-
-function multipart(parts: readonly string[]): string {
-  const boundary = `tg-${randomBytes(12).toString("hex")}`;
-  return `Content-Type: multipart/mixed; boundary="${boundary}"\r\n\r\n${parts.map((p) => `--${boundary}\r\n${p}`).join("\r\n")}\r\n--${boundary}--\r\n`;
-}
-
-/** RFC 2047 for anything outside printable ASCII. */
-function encodeHeader(text: string): string {
-  return /^[\x20-\x7e]*$/.test(text) ? text : `=?UTF-8?B?${Buffer.from(text, "utf8").toString("base64")}?=`;
+/**
+ * The message to send, base64url: composed afresh (its own date, Message-ID and boundary) and read
+ * back; `conflict` unless every fact a reader sees in it is what the human approved.
+ */
+export async function approvedRaw(config: GmailConfig, input: ComposeFields, plan: unknown): Promise<string> {
+  const approved = planSchema.safeParse(plan);
+  if (!approved.success) throw new ToolError("conflict", "no approved message to send; ask for approval again", { boundary: "pre_effect_refusal" });
+  const message = await composeMessage(config, input);
+  if (sha256(JSON.stringify(factsOf(message, input))) !== approved.data.factsSha256)
+    throw new ToolError("conflict", "the message to send is not the one approved; ask for approval again", { boundary: "pre_effect_refusal" });
+  return message.bytes.toString("base64url");
 }

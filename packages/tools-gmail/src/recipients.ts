@@ -8,7 +8,7 @@
 import addressparser from "nodemailer/lib/addressparser";
 import { ToolError } from "@toolgate/core";
 import { isAddress } from "./options.js";
-import { decodeWords } from "./read.js";
+import { decodeWords } from "postal-mime";
 
 export type RecipientField = "to" | "cc" | "bcc";
 

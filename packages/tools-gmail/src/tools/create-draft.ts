@@ -30,10 +30,11 @@ export function createDraftTool(config: GmailConfig) {
     target: (input) => `draft to ${recipientsOf(config, input).length} recipients`,
     describeResult: (output) => `draft ${output.draftId}`,
     handler: async (input, ctx) => {
+      const raw = await buildRaw(config, input);
       const mail = await gmailClient(config, ctx.connector);
       const draft = await callGoogle({ method: "gmail.users.drafts.create", repeatable: false, write: true, signal: ctx.signal, retry: config.retry }, () =>
         mail.users.drafts.create(
-          { userId: "me", requestBody: { message: { raw: buildRaw(config, input), ...(input.threadId ? { threadId: input.threadId } : {}) } } },
+          { userId: "me", requestBody: { message: { raw, ...(input.threadId ? { threadId: input.threadId } : {}) } } },
           { signal: ctx.signal },
         ),
       );

@@ -6,8 +6,7 @@ import { callGoogle } from "@toolgate/connector-google";
 import { GMAIL_SCOPES, SEND_CONSENT } from "../permissions.js";
 import { gmailClient } from "../client.js";
 import { recipientAllowed, type GmailConfig } from "../options.js";
-import { htmlToText } from "../read.js";
-import PostalMime from "postal-mime";
+import { contentOf } from "../message-content.js";
 import { readWireHeaders, recipientAddresses, type Mailbox } from "../recipients.js";
 
 /** What the human approved and the send must match: the exact bytes of the draft they saw. */
@@ -114,20 +113,4 @@ export function sendDraftTool(config: GmailConfig) {
 /** Addresses for a one-line summary: the first ten, then how many more. */
 function listed(addresses: readonly string[]): string {
   return addresses.length <= 10 ? addresses.join(", ") : `${addresses.slice(0, 10).join(", ")} and ${addresses.length - 10} more`;
-}
-
-/** The text a human reads (text/plain, else the HTML's text) and every attachment, digested. */
-async function contentOf(bytes: Buffer) {
-  let email: Awaited<ReturnType<typeof PostalMime.parse>>;
-  try {
-    email = await PostalMime.parse(bytes, { maxNestingDepth: 16, attachmentEncoding: "arraybuffer" });
-  } catch {
-    throw new ToolError("preview_invalid", "the draft cannot be read one way: its MIME structure does not parse", { boundary: "pre_effect_refusal" });
-  }
-  const text = email.text ?? (email.html ? htmlToText(email.html) : "");
-  const attachments = email.attachments.map((a) => {
-    const data = Buffer.from(typeof a.content === "string" ? Buffer.from(a.content, "utf8") : new Uint8Array(a.content as ArrayBuffer));
-    return { filename: a.filename ?? "", mimeType: a.mimeType, bytes: data.length, sha256: sha256(data) };
-  });
-  return { text, attachments };
 }

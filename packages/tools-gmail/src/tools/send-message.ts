@@ -1,6 +1,6 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { buildRaw, composePreviewDetails, composeSchema, recipientsOf } from "../compose.js";
+import { approvedRaw, composePreview, composeSchema, recipientsOf } from "../compose.js";
 import { callGoogle } from "@toolgate/connector-google";
 import { GMAIL_SCOPES, SEND_CONSENT } from "../permissions.js";
 import { gmailClient } from "../client.js";
@@ -20,11 +20,8 @@ export function sendMessageTool(config: GmailConfig) {
     requiredAllowlist: ["gmail:send"],
     risk: "high",
     approval: "always",
-    preview: (input) => ({
-      summary: `Send an email to ${recipientsOf(config, input).length} recipient(s): ${JSON.stringify(input.subject)} (cannot be undone)`,
-      details: composePreviewDetails(config, input),
-      body: input.body,
-    }),
+    // Read back from the composed bytes; the plan fixes them, and the send carries exactly those bytes.
+    preview: (input) => composePreview(config, input),
     // Gmail's send has no idempotency key: a repeat would send a second copy.
     idempotent: false,
     retryable: false,
@@ -38,12 +35,10 @@ export function sendMessageTool(config: GmailConfig) {
     target: (input) => `email to ${recipientsOf(config, input).join(", ")}`.slice(0, 256),
     describeResult: (output) => `sent message ${output.messageId}`,
     handler: async (input, ctx) => {
+      const raw = await approvedRaw(config, input, ctx.plan);
       const mail = await gmailClient(config, ctx.connector);
       const sent = await callGoogle({ method: "gmail.users.messages.send", repeatable: false, write: true, signal: ctx.signal, retry: config.retry }, () =>
-        mail.users.messages.send(
-          { userId: "me", requestBody: { raw: buildRaw(config, input), ...(input.threadId ? { threadId: input.threadId } : {}) } },
-          { signal: ctx.signal },
-        ),
+        mail.users.messages.send({ userId: "me", requestBody: { raw, ...(input.threadId ? { threadId: input.threadId } : {}) } }, { signal: ctx.signal }),
       );
       return { messageId: sent.id ?? "", threadId: sent.threadId ?? "", labelIds: sent.labelIds ?? [] };
     },
