@@ -118,7 +118,7 @@ describe("writing", () => {
       summary: "Create deep/er/new.txt (+1 -0 lines)",
       details: { path: "deep/er/new.txt", change: "create" },
     });
-    expect(first.status === "approval_required" && first.preview.body).toContain("--- /dev/null\n+++ b/deep/er/new.txt\n@@ -0,0 +1 @@\n+one\n");
+    expect(first.status === "approval_required" && first.preview.body).toContain("--- /dev/null\n+++ b/deep/er/new.txt\n@@ -0,0 +1,1 @@\n+one\n");
     expect(exists(path.join(repo.root, "deep"))).toBe(false);
     expect(output(await invokeApproved(gate, "repo.write_file", { path: "deep/er/new.txt", content: "one\n" }))).toMatchObject({
       path: "deep/er/new.txt",

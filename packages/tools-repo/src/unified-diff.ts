@@ -1,97 +1,50 @@
+import { applyPatch, formatPatch, parsePatch as parseUnifiedDiff, structuredPatch, type StructuredPatch } from "diff";
 import { ToolError } from "@toolgate/core";
-import { splitLines } from "./text.js";
-
-type Op = { readonly kind: " " | "-" | "+"; readonly line: string };
 
 /** Beyond this many edits, the diff is shown as the whole old text replaced by the whole new one. */
 const MAX_EDITS = 2000;
+/** The regular file modes a patch may create or delete; links (120000) and submodules (160000) are refused. */
+const FILE_MODES: ReadonlySet<string> = new Set(["100644", "100755"]);
 
-/** Myers' O(ND) line diff, common prefix and suffix trimmed first. */
-function diffLines(a: readonly string[], b: readonly string[]): Op[] {
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) start++;
-  let endA = a.length;
-  let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
-    endA--;
-    endB--;
-  }
-  const head: Op[] = a.slice(0, start).map((line) => ({ kind: " ", line }));
-  const tail: Op[] = a.slice(endA).map((line) => ({ kind: " ", line }));
-  const x0 = a.slice(start, endA);
-  const y0 = b.slice(start, endB);
-  return [...head, ...middle(x0, y0), ...tail];
+const sideName = (path: string, text: string | null, prefix: "a/" | "b/") => (text === null ? "/dev/null" : `${prefix}${path}`);
+
+/**
+ * The library's patch of one file, with git's header (creations and deletions marked). Beyond
+ * `MAX_EDITS` edits the library gives up, and the change is the whole old text removed and the whole
+ * new text added (each side again the library's patch against an empty text).
+ */
+function filePatch(path: string, before: string | null, after: string | null, context: number): StructuredPatch {
+  const oldName = sideName(path, before, "a/");
+  const newName = sideName(path, after, "b/");
+  const patch =
+    structuredPatch(oldName, newName, before ?? "", after ?? "", undefined, undefined, { context, maxEditLength: MAX_EDITS }) ??
+    replacement(oldName, newName, before ?? "", after ?? "");
+  return {
+    ...patch,
+    isGit: true,
+    ...(before === null ? { isCreate: true, newMode: "100644" } : {}),
+    ...(after === null ? { isDelete: true, oldMode: "100644" } : {}),
+  };
 }
 
-function middle(a: readonly string[], b: readonly string[]): Op[] {
-  const n = a.length;
-  const m = b.length;
-  const replaceAll = (): Op[] => [...a.map((line): Op => ({ kind: "-", line })), ...b.map((line): Op => ({ kind: "+", line }))];
-  if (n === 0 || m === 0) return replaceAll();
-  const max = Math.min(n + m, MAX_EDITS);
-  // trace[d][k + d] is the furthest x on diagonal k after d edits.
-  const trace: Int32Array[] = [];
-  let previous = new Int32Array([0]);
-  const at = (v: Int32Array, d: number, k: number): number => v[k + d] ?? -1;
-  let found = -1;
-  for (let d = 0; d <= max && found < 0; d++) {
-    const v = new Int32Array(2 * d + 1);
-    for (let k = -d; k <= d; k += 2) {
-      let x: number;
-      if (d === 0) x = 0;
-      else if (k === -d || (k !== d && at(previous, d - 1, k - 1) < at(previous, d - 1, k + 1))) x = at(previous, d - 1, k + 1);
-      else x = at(previous, d - 1, k - 1) + 1;
-      let y = x - k;
-      while (x < n && y < m && a[x] === b[y]) {
-        x++;
-        y++;
-      }
-      v[k + d] = x;
-      if (x >= n && y >= m) found = d;
-    }
-    trace.push(v);
-    previous = v;
-  }
-  if (found < 0) return replaceAll();
-  const ops: Op[] = [];
-  let x = n;
-  let y = m;
-  for (let d = found; d > 0; d--) {
-    const prev = trace[d - 1]!;
-    const k = x - y;
-    const down = k === -d || (k !== d && at(prev, d - 1, k - 1) < at(prev, d - 1, k + 1));
-    const prevK = down ? k + 1 : k - 1;
-    const prevX = at(prev, d - 1, prevK);
-    const prevY = prevX - prevK;
-    while (x > prevX && y > prevY) {
-      ops.push({ kind: " ", line: a[x - 1]! });
-      x--;
-      y--;
-    }
-    if (down) {
-      ops.push({ kind: "+", line: b[y - 1]! });
-      y--;
-    } else {
-      ops.push({ kind: "-", line: a[x - 1]! });
-      x--;
-    }
-  }
-  while (x > 0 && y > 0) {
-    ops.push({ kind: " ", line: a[x - 1]! });
-    x--;
-    y--;
-  }
-  return ops.reverse();
-}
-
-function render(op: Op): string {
-  return op.line.endsWith("\n") ? `${op.kind}${op.line}` : `${op.kind}${op.line}\n\\ No newline at end of file\n`;
+function replacement(oldName: string, newName: string, before: string, after: string): StructuredPatch {
+  const [gone] = structuredPatch(oldName, newName, before, "", undefined, undefined, { context: 0 }).hunks;
+  const [come] = structuredPatch(oldName, newName, "", after, undefined, undefined, { context: 0 }).hunks;
+  const hunk =
+    gone && come ? { oldStart: 1, oldLines: gone.oldLines, newStart: 1, newLines: come.newLines, lines: [...gone.lines, ...come.lines] } : (gone ?? come);
+  return { oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks: hunk ? [hunk] : [] };
 }
 
 /** How many lines were added and removed between two texts. */
 export function lineStat(before: string | null, after: string | null): { added: number; removed: number } {
-  const ops = diffLines(splitLines(before ?? ""), splitLines(after ?? ""));
-  return { added: ops.filter((o) => o.kind === "+").length, removed: ops.filter((o) => o.kind === "-").length };
+  let added = 0;
+  let removed = 0;
+  for (const hunk of filePatch("f", before, after, 0).hunks)
+    for (const line of hunk.lines) {
+      if (line.startsWith("+")) added++;
+      else if (line.startsWith("-")) removed++;
+    }
+  return { added, removed };
 }
 
 /**
@@ -100,174 +53,124 @@ export function lineStat(before: string | null, after: string | null): { added: 
  */
 export function unifiedDiff(path: string, before: string | null, after: string | null, context = 3): string {
   if (before === after) return "";
-  const ops = diffLines(splitLines(before ?? ""), splitLines(after ?? ""));
-  let out = `diff --git a/${path} b/${path}\n`;
-  if (before === null) out += "new file mode 100644\n";
-  if (after === null) out += "deleted file mode 100644\n";
-  out += `--- ${before === null ? "/dev/null" : `a/${path}`}\n+++ ${after === null ? "/dev/null" : `b/${path}`}\n`;
-  const changed = ops.map((o, i) => (o.kind === " " ? -1 : i)).filter((i) => i >= 0);
-  if (changed.length === 0) return out; // same lines, only the existence differs (an empty file)
-  let i = 0;
-  while (i < changed.length) {
-    let last = changed[i]!;
-    let j = i;
-    while (j + 1 < changed.length && changed[j + 1]! - last <= 2 * context + 1) last = changed[++j]!;
-    const from = Math.max(0, changed[i]! - context);
-    const to = Math.min(ops.length, last + context + 1);
-    let oldLine = 0;
-    let newLine = 0;
-    for (let k = 0; k < from; k++) {
-      if (ops[k]!.kind !== "+") oldLine++;
-      if (ops[k]!.kind !== "-") newLine++;
-    }
-    const slice = ops.slice(from, to);
-    const oldLen = slice.filter((o) => o.kind !== "+").length;
-    const newLen = slice.filter((o) => o.kind !== "-").length;
-    const range = (line: number, length: number) => (length === 1 ? `${line + 1}` : `${length === 0 ? line : line + 1},${length}`);
-    out += `@@ -${range(oldLine, oldLen)} +${range(newLine, newLen)} @@\n`;
-    out += slice.map(render).join("");
-    i = j + 1;
-  }
-  return out;
+  return formatPatch(filePatch(path, before, after, context));
 }
 
 // ---------- parsing and applying a patch ----------
-
-export interface PatchHunk {
-  readonly oldStart: number;
-  readonly oldLines: readonly string[];
-  readonly newLines: readonly string[];
-}
 
 /** One file's part of a patch. `oldPath`/`newPath` are null for `/dev/null`. */
 export interface FilePatch {
   readonly oldPath: string | null;
   readonly newPath: string | null;
-  readonly hunks: readonly PatchHunk[];
+  /** The library's parse of this file's part, as `applyFilePatch` applies it. */
+  readonly patch: StructuredPatch;
 }
 
 const bad = (why: string) => new ToolError("invalid_input", `the patch cannot be used: ${why}`, { details: { reason: "patch_unsupported" } });
 
-function headerPath(raw: string, prefix: "a/" | "b/"): string | null {
-  const value = raw.replace(/\t.*$/, "").replace(/\r$/, "");
-  if (value === "/dev/null") return null;
-  if (value.startsWith('"')) throw bad("quoted file names are not supported");
-  if (value.length === 0) throw bad("a file header names no file");
-  return value.startsWith(prefix) ? value.slice(2) : value;
+/** Lines outside hunk bodies that the library would read (or skip as commentary) but that are refused here. */
+const REFUSED_LINES: readonly (readonly [RegExp, string])[] = [
+  [/^(rename|copy) (from|to) |^(dis)?similarity index /, "renames and copies are not supported"],
+  [/^(old|new) mode /, "mode changes are not supported"],
+  [/^GIT binary patch|^Binary files /, "binary patches are not supported"],
+  [/^diff --(cc|combined) |^@@@/, "combined diffs are not supported"],
+  [/^(---|\+\+\+)\s+"|^diff --git .*"/, "quoted file names are not supported"],
+  [/^(---|\+\+\+)\s.*\\\\/, "escaped file names are not supported"],
+];
+
+/**
+ * Check the lines outside hunk bodies. The library's own hunks say where the bodies are: each `@@ `
+ * line outside a body opens the next parsed hunk, whose lines follow it.
+ */
+function refuseHeaders(lines: readonly string[], parsed: readonly StructuredPatch[]): void {
+  const hunks = parsed.flatMap((p) => p.hunks);
+  let next = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (/^@@\s/.test(line)) {
+      i += hunks[next++]?.lines.length ?? 0;
+      continue;
+    }
+    for (const [pattern, why] of REFUSED_LINES) if (pattern.test(line)) throw bad(why);
+  }
+}
+
+function headerPath(name: string | undefined, prefix: "a/" | "b/"): string | null {
+  if (name === undefined) throw bad("a hunk appears before any file header");
+  if (name === "/dev/null") return null;
+  if (name.length === 0) throw bad("a file header names no file");
+  if (/[\x00-\x1f\x7f]/.test(name)) throw bad("a file name holds a control character");
+  return name.startsWith(prefix) ? name.slice(2) : name;
+}
+
+function checkFile(patch: StructuredPatch): FilePatch {
+  if (patch.isRename || patch.isCopy) throw bad("renames and copies are not supported");
+  if (patch.isBinary) throw bad("binary patches are not supported");
+  for (const mode of [patch.oldMode, patch.newMode])
+    if (mode !== undefined && !FILE_MODES.has(mode)) throw bad(`file mode ${mode} (links and submodules) is not supported`);
+  if (patch.isCreate && patch.isDelete) throw bad("a file is both created and deleted");
+  // Without `---`/`+++` lines the names come from `diff --git`, which never says /dev/null.
+  const fromGitHeader = patch.oldHeader === undefined;
+  let oldPath = headerPath(patch.oldFileName, "a/");
+  let newPath = headerPath(patch.newFileName, "b/");
+  if (patch.isCreate && oldPath !== null) {
+    if (!fromGitHeader) throw bad("a created file's old side is not /dev/null");
+    oldPath = null;
+  }
+  if (patch.isDelete && newPath !== null) {
+    if (!fromGitHeader) throw bad("a deleted file's new side is not /dev/null");
+    newPath = null;
+  }
+  if (oldPath === null && newPath === null) throw bad("a file goes from /dev/null to /dev/null");
+  if (oldPath !== null && newPath !== null && oldPath !== newPath) throw bad("renames are not supported");
+  for (const h of patch.hunks)
+    if (![h.oldStart, h.oldLines, h.newStart, h.newLines].every((n) => Number.isSafeInteger(n) && n >= 0)) throw bad("a hunk header is malformed");
+  if (patch.hunks.length === 0 && !patch.isCreate && !patch.isDelete) throw bad(`file ${JSON.stringify(newPath ?? oldPath)} has no hunks`);
+  return { oldPath, newPath, patch };
 }
 
 /**
- * Parse a unified diff (plain or git-style). Refused with `invalid_input`: renames, copies, mode
- * changes, symbolic links, binary patches, quoted names, hunks whose line counts do not add up,
- * and the same file twice.
+ * Parse a unified diff (plain or git-style) with the library. Refused with `invalid_input`: renames,
+ * copies, mode changes, symbolic links, submodules, binary and combined patches, quoted or escaped
+ * names, names with control characters, hunks whose line counts do not add up, and the same file twice.
  */
 export function parsePatch(patch: string): FilePatch[] {
-  const lines = patch.split("\n");
-  if (lines.at(-1) === "") lines.pop();
+  let parsed: StructuredPatch[];
+  try {
+    parsed = parseUnifiedDiff(patch);
+  } catch (error) {
+    throw bad(error instanceof Error ? error.message.slice(0, 200) : "it is malformed");
+  }
+  refuseHeaders(patch.split("\n"), parsed);
+  // A part with no names and no hunks is commentary only.
+  const parts = parsed.filter((p) => p.oldFileName !== undefined || p.newFileName !== undefined || p.hunks.length > 0);
   const files: FilePatch[] = [];
-  let i = 0;
-  let pendingMode: string | undefined;
-  while (i < lines.length) {
-    const line = lines[i]!;
-    if (line.startsWith("diff --git ")) {
-      pendingMode = undefined;
-      i++;
-      continue;
-    }
-    if (/^(rename|copy) (from|to) |^similarity index |^dissimilarity index /.test(line)) throw bad("renames and copies are not supported");
-    if (/^(old|new) mode /.test(line)) throw bad("mode changes are not supported");
-    if (line.startsWith("GIT binary patch") || /^Binary files .* differ$/.test(line)) throw bad("binary patches are not supported");
-    const mode = /^(?:new|deleted) file mode (\d+)/.exec(line);
-    if (mode) {
-      pendingMode = mode[1];
-      if (pendingMode !== "100644" && pendingMode !== "100755") throw bad(`file mode ${pendingMode} (links and submodules) is not supported`);
-      i++;
-      continue;
-    }
-    if (!line.startsWith("--- ")) {
-      if (line.startsWith("@@")) throw bad("a hunk appears before any file header");
-      i++; // commentary, `index` lines
-      continue;
-    }
-    const next = lines[i + 1];
-    if (next === undefined || !next.startsWith("+++ ")) throw bad("a `---` header is not followed by `+++`");
-    const oldPath = headerPath(line.slice(4), "a/");
-    const newPath = headerPath(next.slice(4), "b/");
-    if (oldPath === null && newPath === null) throw bad("a file goes from /dev/null to /dev/null");
-    if (oldPath !== null && newPath !== null && oldPath !== newPath) throw bad("renames are not supported");
-    i += 2;
-    const hunks: PatchHunk[] = [];
-    while (i < lines.length && lines[i]!.startsWith("@@")) {
-      const header = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(lines[i]!);
-      if (!header) throw bad(`malformed hunk header ${JSON.stringify(lines[i]!.slice(0, 80))}`);
-      let oldCount = header[2] === undefined ? 1 : Number(header[2]);
-      let newCount = header[4] === undefined ? 1 : Number(header[4]);
-      const oldLines: string[] = [];
-      const newLines: string[] = [];
-      i++;
-      let lastSide: "old" | "new" | "both" | undefined;
-      while (i < lines.length && (oldCount > 0 || newCount > 0 || lines[i]!.startsWith("\\"))) {
-        const body = lines[i]!;
-        const text = body.slice(1);
-        if (body.startsWith("\\")) {
-          // "\ No newline at end of file": the line before has no terminator.
-          if (lastSide === "old" || lastSide === "both") oldLines[oldLines.length - 1] = oldLines.at(-1)!.replace(/\n$/, "");
-          if (lastSide === "new" || lastSide === "both") newLines[newLines.length - 1] = newLines.at(-1)!.replace(/\n$/, "");
-          i++;
-          continue;
-        }
-        const kind = body === "" ? " " : body[0];
-        if (kind === " ") {
-          oldLines.push(`${text}\n`);
-          newLines.push(`${text}\n`);
-          oldCount--;
-          newCount--;
-          lastSide = "both";
-        } else if (kind === "-") {
-          oldLines.push(`${text}\n`);
-          oldCount--;
-          lastSide = "old";
-        } else if (kind === "+") {
-          newLines.push(`${text}\n`);
-          newCount--;
-          lastSide = "new";
-        } else break;
-        i++;
-      }
-      if (oldCount !== 0 || newCount !== 0) throw bad("a hunk's line counts do not match its header");
-      hunks.push({ oldStart: Number(header[1]), oldLines, newLines });
-    }
-    if (hunks.length === 0 && !(oldPath === null && pendingMode !== undefined)) throw bad(`file ${JSON.stringify(newPath ?? oldPath)} has no hunks`);
-    const name = newPath ?? oldPath;
+  for (const part of parts) {
+    const file = checkFile(part);
+    const name = file.newPath ?? file.oldPath;
     if (files.some((f) => (f.newPath ?? f.oldPath) === name)) throw bad(`file ${JSON.stringify(name)} appears twice`);
-    files.push({ oldPath, newPath, hunks });
-    pendingMode = undefined;
+    files.push(file);
   }
   if (files.length === 0) throw bad("it holds no file changes");
   return files;
 }
 
 /**
- * Apply one file's hunks to its current text (`null`: the file does not exist). Each hunk must
- * match exactly, at its stated line or the nearest line after the previous hunk; otherwise
- * `conflict`. Returns the new text, or `null` when the file is deleted.
+ * Apply one file's hunks to its current text (`null`: the file does not exist) with the library, no
+ * fuzz and no line-ending conversion: each hunk must match exactly, at its stated line or shifted,
+ * after the previous hunk; otherwise `conflict`. Returns the new text, or `null` when the file is deleted.
  */
 export function applyFilePatch(file: FilePatch, current: string | null): string | null {
   const name = file.newPath ?? file.oldPath ?? "";
   if (file.oldPath === null && current !== null) throw new ToolError("conflict", `the patch creates ${JSON.stringify(name)}, which already exists`);
   if (file.oldPath !== null && current === null) throw new ToolError("conflict", `the patch changes ${JSON.stringify(name)}, which does not exist`);
-  const lines = splitLines(current ?? "");
-  let floor = 0;
-  let shift = 0;
-  for (const [index, hunk] of file.hunks.entries()) {
-    const wanted = Math.max(floor, hunk.oldStart - 1 + shift + (hunk.oldLines.length === 0 ? 1 : 0));
-    const position = findHunk(lines, hunk.oldLines, wanted, floor);
-    if (position < 0) throw new ToolError("conflict", `hunk ${index + 1} of ${JSON.stringify(name)} does not match the file's current content`);
-    lines.splice(position, hunk.oldLines.length, ...hunk.newLines);
-    shift += hunk.newLines.length - hunk.oldLines.length + (position - wanted);
-    floor = position + hunk.newLines.length;
+  let text: string | false;
+  try {
+    text = applyPatch(current ?? "", file.patch, { autoConvertLineEndings: false });
+  } catch {
+    text = false;
   }
-  const text = lines.join("");
+  if (text === false) throw new ToolError("conflict", `a hunk of ${JSON.stringify(name)} does not match the file's current content`);
   if (file.newPath === null) {
     if (text !== "") throw new ToolError("conflict", `the patch deletes ${JSON.stringify(name)}, but lines would remain`);
     return null;
@@ -275,54 +178,19 @@ export function applyFilePatch(file: FilePatch, current: string | null): string 
   return text;
 }
 
-function matchesAt(lines: readonly string[], wanted: readonly string[], at: number): boolean {
-  if (at < 0 || at + wanted.length > lines.length) return false;
-  for (let i = 0; i < wanted.length; i++) if (lines[at + i] !== wanted[i]) return false;
-  return true;
-}
-
-function findHunk(lines: readonly string[], wanted: readonly string[], preferred: number, floor: number): number {
-  const start = Math.min(Math.max(preferred, floor), lines.length);
-  for (let delta = 0; delta <= lines.length; delta++) {
-    if (matchesAt(lines, wanted, start + delta)) return start + delta;
-    if (delta > 0 && start - delta >= floor && matchesAt(lines, wanted, start - delta)) return start - delta;
-  }
-  return -1;
-}
-
-/** The path a `diff --git` header names (renames are off, so both sides are one path); undefined when it cannot be read. */
+/** The path a `diff --git` header names, read by the library (renames are off, so both sides are one path); undefined when it cannot be read. */
 export function diffHeaderPath(header: string): string | undefined {
-  const rest = header.slice("diff --git ".length);
-  if (rest.startsWith('"')) {
-    const first = unquoteC(rest);
-    return first?.value.startsWith("a/") ? first.value.slice(2) : undefined;
+  if (!header.startsWith("diff --git ") || header.includes("\n")) return undefined;
+  let parsed: StructuredPatch | undefined;
+  try {
+    [parsed] = parseUnifiedDiff(header);
+  } catch {
+    return undefined;
   }
-  const n = (rest.length - 5) / 2;
-  if (!Number.isInteger(n) || n <= 0 || !rest.startsWith("a/") || rest.slice(2 + n, 5 + n) !== " b/") return undefined;
-  const a = rest.slice(2, 2 + n);
-  return a === rest.slice(5 + n) ? a : undefined;
-}
-
-/** A C-quoted string as git writes one (`"a/x\tb"`, octal escapes are UTF-8 bytes), and where it ends. */
-function unquoteC(text: string): { value: string; end: number } | undefined {
-  const bytes: number[] = [];
-  const simple: Record<string, number> = { n: 10, t: 9, r: 13, a: 7, b: 8, f: 12, v: 11, '"': 34, "\\": 92 };
-  for (let i = 1; i < text.length; i++) {
-    const c = text[i]!;
-    if (c === '"') return { value: Buffer.from(bytes).toString("utf8"), end: i + 1 };
-    if (c !== "\\") {
-      bytes.push(...Buffer.from(c, "utf8"));
-      continue;
-    }
-    const next = text[++i];
-    if (next === undefined) return undefined;
-    if (/[0-7]/.test(next)) {
-      bytes.push(parseInt(text.slice(i, i + 3), 8));
-      i += 2;
-    } else if (simple[next] !== undefined) bytes.push(simple[next]);
-    else return undefined;
-  }
-  return undefined;
+  const a = parsed?.oldFileName;
+  const b = parsed?.newFileName;
+  if (!a?.startsWith("a/") || !b?.startsWith("b/") || a.slice(2) !== b.slice(2) || a.length <= 2) return undefined;
+  return a.slice(2);
 }
 
 /**
