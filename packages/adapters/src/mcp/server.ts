@@ -15,7 +15,8 @@ import {
   type ToolDescriptor,
 } from "@toolgate/core";
 import type { McpClient } from "@toolgate/core/operator";
-import { approvalFacts, approvalText, refusalFacts, refusalText } from "../shared/describe-result.js";
+import { editableOf } from "../shared/approval-broker.js";
+import { approvalFacts, approvalText, editedFacts, refusalFacts, refusalText } from "../shared/describe-result.js";
 import { bareSchema, profileReaches, reachableTools, type ExposeOptions } from "../shared/reachable.js";
 import { askThroughElicitation } from "./elicit.js";
 import { serveHttp, type HttpServerOptions } from "./http.js";
@@ -28,8 +29,10 @@ export const MCP_META = {
   tool: "io.toolgate/tool",
   /** On a result: status, invocation id, untrusted flag. */
   result: "io.toolgate/result",
-  /** On an `approval_required` result: request id, preview, expiry. */
+  /** On an `approval_required` result: request id, preview, expiry, what an approver may edit. */
   approval: "io.toolgate/approval",
+  /** On an `ok` result of a call an approver edited before it ran: request id, version, changed JSON Pointers. */
+  edited: "io.toolgate/edited",
   /** On a refusal: typed code, effect boundary, schema issues. */
   error: "io.toolgate/error",
   /** On a tools/call request: an `ApprovalGrant` a human obtained out of band. */
@@ -184,6 +187,7 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
     if (result.status === "denied" || result.status === "error")
       log("warning", { event: "call_refused", toolId: name, status: result.status, code: result.code });
     if (result.status !== "approval_required") return toCallResult(result, structured(served.get(name)));
+    const pending = result.reason === "call" ? await gate.approvals.get(result.requestId).catch(() => undefined) : undefined;
 
     const asked = await askThroughElicitation(
       {
@@ -196,11 +200,13 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
         sendRequest: extra.sendRequest,
       },
       result,
+      pending,
     );
-    if (asked.kind === "pending") return approvalResult(result);
+    if (asked.kind === "pending") return approvalResult(result, editableOf(pending));
     if (asked.kind === "refused") return errorResult({ status: "denied", code: asked.code, message: asked.message, toolId: name });
     const second = await invoke({ ...thisCall, approval: asked.grant });
-    return second.status === "approval_required" ? approvalResult(second) : toCallResult(second, structured(served.get(name)));
+    if (second.status !== "approval_required") return toCallResult(second, structured(served.get(name)));
+    return approvalResult(second, second.reason === "call" ? editableOf(await gate.approvals.get(second.requestId).catch(() => undefined)) : false);
   });
 
   return server;
@@ -271,6 +277,8 @@ export function toMcpTool(d: ToolDescriptor): McpTool {
 function toCallResult(result: Exclude<InvokeResult, ApprovalRequiredResult>, structured: boolean): CallToolResult {
   if (result.status !== "ok") return errorResult(result);
   const output = result.output;
+  // The text (`content`) carries the gate's notice of an approver's edit; `_meta` the facts, for clients that show `structuredContent`.
+  const edited = editedFacts(result);
   return {
     content: [{ type: "text", text: result.content }],
     // `structured` only for tools that declare an output schema: never one with untrusted output (see toMcpTool).
@@ -284,12 +292,13 @@ function toCallResult(result: Exclude<InvokeResult, ApprovalRequiredResult>, str
         findings: result.findings.length,
         replayed: result.replayed,
       },
+      ...(edited ? { [MCP_META.edited]: edited } : {}),
     },
   };
 }
 
 /** The request and what to do next: the id is stable, so an operator's approval reaches the retry. */
-function approvalResult(result: ApprovalRequiredResult): CallToolResult {
+function approvalResult(result: ApprovalRequiredResult, editable: false | readonly string[]): CallToolResult {
   const next = `Once an operator approves request ${result.requestId} (in the console, or toolgate approvals approve ${result.requestId}), make this same call again with the same input: it runs once.`;
   return {
     isError: true,
@@ -297,7 +306,7 @@ function approvalResult(result: ApprovalRequiredResult): CallToolResult {
       { type: "text", text: approvalText(result) },
       { type: "text", text: next },
     ],
-    _meta: { [MCP_META.approval]: approvalFacts(result) },
+    _meta: { [MCP_META.approval]: approvalFacts(result, editable) },
   };
 }
 

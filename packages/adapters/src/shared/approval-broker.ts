@@ -1,6 +1,7 @@
 import {
   ToolError,
   type ApprovalPreview,
+  type ApprovalRequest,
   type ApprovalRequiredResult,
   type Approver,
   type CallOptions,
@@ -22,6 +23,21 @@ export interface ApprovalRequestEvent {
   readonly requestId: string;
   readonly reason: "call" | "output";
   readonly preview: ApprovalPreview;
+  /**
+   * JSON Pointers of the input an approver may change before approving (`""` = the whole input),
+   * or `false`: the request cannot be edited. An app with its own edit UI goes through
+   * `gate.approvals.previewEdit` and `grant({ by, edit, expect })`; the gate runs the edit.
+   */
+  readonly editable: false | readonly string[];
+}
+
+/**
+ * What an approver may edit in a request, as the gate recorded it when the call asked: `false` for
+ * held output, a request without its input or with a redacted one, or a tool that refuses edits.
+ */
+export function editableOf(request: ApprovalRequest | undefined): false | readonly string[] {
+  if (request?.kind !== "call" || request.input === undefined || request.inputRedacted === true) return false;
+  return Array.isArray(request.editable) ? request.editable : false;
 }
 
 /** Options shared by the framework adapters. */
@@ -70,6 +86,14 @@ const MAX_CALL_REF = 256;
  * authority, and the call run with that grant. An edited input, a call the human was never shown,
  * or several requests under one call id are refused; without an approver the call waits for an
  * operator.
+ *
+ * Approve with edits: the framework's human saw the input as asked (version 0), so the grant
+ * names that version and its preview hash (`expect`). A request an operator edited meanwhile is
+ * not approved here (the journal refuses a stale `expect`): the call comes back as
+ * `approval_required`, for an operator to decide the edited version. Once an operator edited and
+ * granted it, the call the framework runs (with the model's original input) is answered by the
+ * gate with the edited call's result, whose `content` tells the model what changed. The broker
+ * never takes an edited input from the framework's state: a changed tool-call input is another call.
  */
 export function createApprovalBroker(
   gate: Gate,
@@ -107,6 +131,21 @@ export function createApprovalBroker(
     return { ...call, ...(signal ? { signal } : {}), ...(listener ? { onProgress: listener } : {}) };
   };
 
+  const editedSince = async (requestId: string) => {
+    try {
+      return (await gate.approvals.get(requestId))?.edit !== undefined;
+    } catch {
+      return false;
+    }
+  };
+  const editableNow = async (requestId: string) => {
+    try {
+      return editableOf(await gate.approvals.get(requestId));
+    } catch {
+      return false;
+    }
+  };
+
   /** The grant for exactly the request the human was shown, or why there is none. */
   async function runApproved(toolId: string, input: unknown, callId: string, through: CallOptions): Promise<InvokeResult> {
     const asked = await invoke(toolId, input, through, callId);
@@ -124,10 +163,14 @@ export function createApprovalBroker(
     if (shown[0]!.id !== asked.requestId)
       return refused(asked, `this call is not the one the human approved (request ${shown[0]!.id}): its input or preview changed`);
     if (approver === undefined) return asked;
+    // An operator edited the request: the human here saw another call. The edited version waits for an operator.
+    if (shown[0]!.edit !== undefined) return asked;
     let decision;
     try {
-      decision = await gate.approvals.grant(asked.requestId, { by: approver });
+      decision = await gate.approvals.grant(asked.requestId, { by: approver, expect: { version: 0, previewHash: asked.previewHash } });
     } catch (cause) {
+      // Edited between the read above and the grant: the journal refused the stale view; nothing ran.
+      if (await editedSince(asked.requestId)) return asked;
       // The authority's reason (it may name the operator) goes to the app in `details`, not to the model.
       const code = ToolError.is(cause) ? cause.code : "approval_unknown";
       return refused(asked, `the app's approver could not grant request ${asked.requestId}`, code, {
@@ -157,7 +200,11 @@ export function createApprovalBroker(
       const keep = (event: ProgressEvent) => void (progress.length < MAX_PROGRESS_BUFFERED && progress.push(event));
       const result = await invoke(descriptor.id, input, { ...callWith(undefined, keep), ...callRef }, callId);
       if (result.status === "approval_required") {
-        options.onApprovalRequest?.({ toolId: descriptor.id, callId, requestId: result.requestId, reason: result.reason, preview: result.preview });
+        if (options.onApprovalRequest) {
+          const editable = result.reason === "call" ? await editableNow(result.requestId) : false;
+          const { requestId, reason, preview } = result;
+          options.onApprovalRequest({ toolId: descriptor.id, callId, requestId, reason, preview, editable });
+        }
         return true;
       }
       remember(`${descriptor.id}\u0000${callId}`, { input: inputText(input), result, progress });

@@ -1,4 +1,4 @@
-import type { ApprovalRequiredResult, DeniedResult, ErrorResult } from "@toolgate/core";
+import type { ApprovalRequiredResult, DeniedResult, ErrorResult, OkResult } from "@toolgate/core";
 
 /**
  * What a model (or an approver's client) is told about a pending approval: the gate's own
@@ -36,8 +36,9 @@ export function refusalFacts(result: DeniedResult | ErrorResult): Record<string,
 /**
  * The structured facts of a pending approval, for `_meta`. A held output's preview quotes the held
  * text (its excerpts are for the human who releases it): only its summary goes out, like the model's text.
+ * `editable`: what an approver may change before approving (JSON Pointers, `""` the whole input), or `false`.
  */
-export function approvalFacts(result: ApprovalRequiredResult): Record<string, unknown> {
+export function approvalFacts(result: ApprovalRequiredResult, editable: false | readonly string[] = false): Record<string, unknown> {
   return {
     status: result.status,
     toolId: result.toolId,
@@ -47,5 +48,20 @@ export function approvalFacts(result: ApprovalRequiredResult): Record<string, un
     preview: result.reason === "output" ? { summary: result.preview.summary } : result.preview,
     previewHash: result.previewHash,
     expiresAt: result.expiresAt,
+    editable: result.reason === "output" ? false : editable,
   };
+}
+
+/**
+ * The facts of an approver's edit, for `_meta` (a client that shows its model only
+ * `structuredContent` misses the notice in the text; these let it show that the call ran changed):
+ * the request, the version that ran and the changed members' JSON Pointers, never their values.
+ * Undefined for a call that ran as sent.
+ */
+export function editedFacts(
+  result: OkResult<unknown>,
+): { readonly requestId: string; readonly version: number; readonly paths: readonly string[] } | undefined {
+  const edited = result.edited;
+  if (edited === undefined) return undefined;
+  return { requestId: edited.requestId, version: edited.version, paths: edited.changes.map((c) => c.path) };
 }
