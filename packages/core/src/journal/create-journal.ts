@@ -9,6 +9,8 @@ import {
   decidedEvent,
   expiredEvent,
   decidedRequest,
+  editedEvent,
+  editedRunEvent,
   intentEvent,
   joinsOpenRequest,
   requestedEvent,
@@ -18,6 +20,7 @@ import {
 } from "./events.js";
 import { checkGrant } from "./grant-check.js";
 import { listed, refuseDecision, refuseRequest } from "./decision-rules.js";
+import { EDITED_RUN, editedRunId, editedRunOf, refuseEditedIntent, refuseUnreadable } from "./edit-rules.js";
 import { badCharges, chargeReads, hasCharges, takeCharges, type CallFacts } from "./charges.js";
 import { recordIndex, UNANSWERED } from "./record-index.js";
 import { ownEntries, ownLinks } from "./own-seals.js";
@@ -31,6 +34,7 @@ import {
   type BeginIntentResult,
   type GrantCheck,
   type GrantOutcome,
+  type IntentInput,
   type Journal,
   type JournalReceipt,
   type LimitCharge,
@@ -149,12 +153,29 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   const requestOf = (tx: JournalTransaction, id: string) => openRequest(auditKey, checkedRequest(tx.getRequest(id)));
   // Writes that decide on a request walk the chain first (each link once per process).
   const caughtUp = <T>(then: () => Promise<T>): Promise<T> => read(() => records.catchUp()).then(then);
-  const consume = (tx: JournalTransaction, check: GrantCheck): GrantOutcome => {
+  // Checked before any write: the request, when the check may consume its grant, else why not.
+  const grantFor = (tx: JournalTransaction, check: GrantCheck): { readonly request: ApprovalRequest } | Refused => {
     const request = requestOf(tx, check.requestId);
     const verdict = checkGrant(request, check);
-    if (!("ok" in verdict)) return verdict;
-    const consumed: ApprovalRequest = { ...request!, status: "consumed", consumedAt: check.at, consumedBy: check.invocationId };
+    return "ok" in verdict ? { request: request! } : verdict;
+  };
+  const consume = (tx: JournalTransaction, request: ApprovalRequest, check: GrantCheck): Extract<GrantOutcome, { status: "consumed" }> => {
+    const consumed: ApprovalRequest = { ...request, status: "consumed", consumedAt: check.at, consumedBy: check.invocationId };
     return { status: "consumed", request: consumed, receipt: putRequest(tx, consumed, consumedEvent(consumed, check)) };
+  };
+  // An intent running an approver's edit also locks (and checks) its edited-run record.
+  const runOf = (intent: IntentInput) =>
+    intent.edited === undefined
+      ? undefined
+      : { kind: EDITED_RUN, id: editedRunId(intent.toolId, intent.edited.askedInputHash, intent.principal, intent.tenant) };
+  const intentReads = (intent: IntentInput, grant: GrantCheck | undefined, charged: TransactionReads): TransactionReads => {
+    const run = runOf(intent);
+    return {
+      ...charged,
+      entries: [intent.key],
+      ...(grant ? { requests: [grant.requestId] } : {}),
+      ...(run ? { records: [...(charged.records ?? []), run] } : {}),
+    };
   };
 
   const journal: Journal = {
@@ -168,20 +189,22 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
 
     beginIntent: (intent, opts = {}) =>
       withCharges(opts.charges, opts.grant !== undefined, (charged) =>
-        write({ entries: [intent.key], ...(opts.grant ? { requests: [opts.grant.requestId] } : {}), ...charged }, (tx): BeginIntentResult => {
+        write(intentReads(intent, opts.grant, charged), (tx): BeginIntentResult => {
           const existing = entryOf(tx, intent.key);
           const retake = opts.retake;
           if (existing && !(retake && retake.attempts === existing.attempts && retake.states.includes(existing.state))) {
             return { status: "existing", entry: existing };
           }
           const charge = charging(tx, opts.charges, intent);
-          let grantId: string | undefined;
-          if (opts.grant) {
-            const outcome = consume(tx, opts.grant);
-            if (outcome.status !== "consumed") return { status: "grant_refused", outcome };
-            grantId = outcome.request.id;
-          }
+          const granted = opts.grant && grantFor(tx, opts.grant);
+          if (granted && !("request" in granted)) return { status: "grant_refused", outcome: granted };
+          // A grant of an edited request runs only its edited input, and an intent naming an edit consumes exactly that grant.
+          refuseEditedIntent(intent, granted?.request);
+          const run = runOf(intent);
+          if (run) recordOf(tx, run.kind, run.id);
+          const grantId = granted ? consume(tx, granted.request, opts.grant!).request.id : undefined;
           charge();
+          if (run) putRecord(tx, run.kind, run.id, { key: intent.key, requestId: grantId, at: intent.at }, editedRunEvent(intent));
           const entry = startedEntry(intent, (existing?.attempts ?? 0) + 1, grantId);
           return { status: "started", entry, receipt: putEntry(tx, entry, intentEvent(intent, entry.attempts, grantId)) };
         }),
@@ -268,6 +291,10 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
             return new CommittedRefusal(new ToolError("approval_expired", `approval request ${id} expired at ${request.expiresAt}`));
           }
           const decided = decidedRequest(request, decision);
+          if (decision.kind === "grant" && decision.edit !== undefined) {
+            refuseUnreadable(decided);
+            append(tx, editedEvent(request, decided, decision));
+          }
           return { request: decided, receipt: putRequest(tx, decided, decidedEvent(request, decided, decision)) };
         }),
       ),
@@ -275,11 +302,11 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
       withCharges(opts.charges, true, (charged) =>
         write({ requests: [check.requestId], ...charged }, (tx) => {
           const charge = charging(tx, opts.charges, event);
-          const outcome = consume(tx, check);
-          if (outcome.status === "consumed") {
-            charge();
-            append(tx, event);
-          }
+          const granted = grantFor(tx, check);
+          if (!("request" in granted)) return granted;
+          const outcome = consume(tx, granted.request, check);
+          charge();
+          append(tx, event);
           return outcome;
         }),
       ),
@@ -314,8 +341,15 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
           });
         });
       }),
+    // Only the journal writes an edited-run record (inside the transaction that runs the edit).
+    editedRun: (toolId, askedInputHash, principal, tenant) => {
+      const id = editedRunId(toolId, askedInputHash, principal, tenant);
+      return read(() => records.readRecord(EDITED_RUN, id, (row) => openRecord(auditKey, EDITED_RUN, row)?.value)).then((value) =>
+        value === undefined ? undefined : editedRunOf(id, value),
+      );
+    },
     updateRecord: (kind, id, fn) => {
-      const bad = badRecordRef(kind, id);
+      const bad = kind === EDITED_RUN ? new ToolError("config_invalid", `only the journal writes ${EDITED_RUN} records`) : badRecordRef(kind, id);
       if (bad) return Promise.reject(bad);
       return read(() => records.catchUp()).then(() =>
         write({ records: [{ kind, id }] }, (tx) => {
@@ -345,6 +379,7 @@ export function createJournal(driver: JournalDriver, options: CreateJournalOptio
   return journal;
 }
 
+type Refused = Exclude<GrantOutcome, { readonly status: "consumed" }>;
 // A call without limits allocates nothing for them.
 const NO_CHARGE = (): null => null;
 const NO_READS: TransactionReads = Object.freeze({});

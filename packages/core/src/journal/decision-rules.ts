@@ -1,4 +1,5 @@
 import { ToolError } from "../errors.js";
+import { currentApprovals, refuseEditDecision } from "./edit-rules.js";
 import { tampered } from "./sealed-rows.js";
 import type { ApprovalDecision, ApprovalRequest, ApprovalRequestInput } from "./types.js";
 
@@ -14,7 +15,10 @@ export function refuseRequest(input: ApprovalRequestInput): void {
 
 /**
  * Refuse a decision before anything is written: it must name the approver and how they were
- * authenticated, and a request needing two approvers needs two different ones.
+ * authenticated, a grant must name the version it saw once the request was edited (and any edit
+ * must be one the journal can take, see edit-rules.ts), and a request needing two approvers needs
+ * two different ones on the version that runs: an edit starts a new version with only its editor's
+ * approval, and earlier versions' approvals no longer count.
  */
 export function refuseDecision(id: string, request: ApprovalRequest, decision: ApprovalDecision): void {
   if (typeof decision.approver !== "string" || decision.approver === "" || typeof decision.via !== "string" || decision.via === "") {
@@ -24,9 +28,12 @@ export function refuseDecision(id: string, request: ApprovalRequest, decision: A
   if (decision.linked !== undefined && !(Array.isArray(decision.linked) && decision.linked.every((l) => typeof l === "string" && l !== ""))) {
     throw new ToolError("approval_invalid", `a decision's linked ids on approval request ${id} are non-empty strings`);
   }
+  refuseEditDecision(id, request, decision);
+  // An edit makes a new version, which nobody has approved yet.
+  if (decision.edit !== undefined) return;
   const people = (by: string, linked: readonly string[] | undefined) => [by, ...(linked ?? [])];
   const mine = people(decision.approver, decision.linked);
-  const earlier = (request.approvals ?? []).find((a) => people(a.by, a.linked).some((p) => mine.includes(p)));
+  const earlier = currentApprovals(request).find((a) => people(a.by, a.linked).some((p) => mine.includes(p)));
   if (earlier) {
     throw new ToolError(
       "approval_invalid",

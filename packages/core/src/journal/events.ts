@@ -1,10 +1,12 @@
 import { computeAuditMac, type AuditKey } from "./audit-chain.js";
+import { currentApprovals, versionOf, versionedEdit, type Grant } from "./edit-rules.js";
 import {
   GENESIS_MAC,
   type ApprovalDecision,
   type ApprovalRequest,
   type ApprovalRequestInput,
   type AuditEventInput,
+  type AuditEventType,
   type GrantCheck,
   type IntentInput,
   type OutboxEntry,
@@ -91,38 +93,34 @@ export function claimedEntry(entry: OutboxEntry, leaseUntil: string): OutboxEntr
 }
 
 export function decidedEvent(request: ApprovalRequest, decided: ApprovalRequest, decision: ApprovalDecision): AuditEventInput {
-  return {
-    type: decision.kind === "grant" ? "approval.granted" : "approval.denied",
-    at: decision.at,
-    invocationId: request.invocationId,
-    toolId: request.toolId,
-    principal: request.principal,
-    tenant: request.tenant,
-    data: {
-      requestId: request.id,
-      approver: decision.approver,
-      via: decision.via,
-      ...(decision.kind === "deny"
-        ? { reason: decision.reason }
-        : decided.status === "granted"
-          ? { grantExpiresAt: decision.grantExpiresAt, complete: true, approvals: decided.approvals?.length ?? 1 }
-          : { complete: false, approvals: decided.approvals?.length ?? 0, approvalsNeeded: request.approvalsNeeded ?? 1 }),
-    },
-  };
+  return requestEvent(decision.kind === "grant" ? "approval.granted" : "approval.denied", decision.at, request, {
+    requestId: request.id,
+    approver: decision.approver,
+    via: decision.via,
+    ...(decision.kind === "deny"
+      ? { reason: decision.reason }
+      : decided.status === "granted"
+        ? { grantExpiresAt: decision.grantExpiresAt, complete: true, approvals: currentApprovals(decided).length }
+        : { complete: false, approvals: currentApprovals(decided).length, approvalsNeeded: request.approvalsNeeded ?? 1 }),
+    ...(decided.edit === undefined ? {} : { version: decided.edit.version }),
+  });
 }
 
 /** A pending request found expired when a decision came: stored as expired, with this event. */
 export function expiredEvent(request: ApprovalRequest, at: string): AuditEventInput {
-  return {
-    type: "approval.expired",
-    at,
-    invocationId: request.invocationId,
-    toolId: request.toolId,
-    principal: request.principal,
-    tenant: request.tenant,
-    data: { requestId: request.id, expiresAt: request.expiresAt },
-  };
+  return requestEvent("approval.expired", at, request, { requestId: request.id, expiresAt: request.expiresAt });
 }
+
+/** An event about request `r`, under the invocation that asked it. */
+export const requestEvent = (type: AuditEventType, at: string, r: ApprovalRequest, data: AuditEventInput["data"]): AuditEventInput => ({
+  type,
+  at,
+  invocationId: r.invocationId,
+  toolId: r.toolId,
+  principal: r.principal,
+  tenant: r.tenant,
+  data,
+});
 
 /** The entry a new attempt writes: the intent, pending, its attempt count and grant. */
 export function startedEntry(intent: IntentInput, attempts: number, grantId: string | undefined): OutboxEntry {
@@ -150,15 +148,20 @@ export function settledEntry(entry: OutboxEntry, s: Settlement): OutboxEntry {
 
 /**
  * A pending request after a decision. A grant appends the approver; the request is granted once
- * it has as many distinct approvers as it needs, and stays pending (without a token) before that.
+ * it has as many distinct approvers of its current version as it needs, and stays pending (without
+ * a token) before that. A grant with an edit first makes the edit the request's next version, so
+ * the approvals of earlier versions stay as history and no longer count.
  */
 export function decidedRequest(request: ApprovalRequest, decision: ApprovalDecision): ApprovalRequest {
   const decided = { decidedBy: decision.approver, decidedVia: decision.via, decidedAt: decision.at };
   if (decision.kind === "deny") return { ...request, status: "denied", ...decided, reason: decision.reason };
+  const base = decision.edit === undefined ? request : { ...request, edit: versionedEdit(request, decision.edit) };
+  const version = versionOf(base);
   const linked = decision.linked?.length ? { linked: [...decision.linked] } : {};
-  const approvals = [...(request.approvals ?? []), { by: decision.approver, via: decision.via, at: decision.at, ...linked }];
-  if (approvals.length < (request.approvalsNeeded ?? 1)) return { ...request, approvals };
-  return { ...request, status: "granted", approvals, ...decided, grantTokenHash: decision.tokenHash, grantExpiresAt: decision.grantExpiresAt };
+  const approval = { by: decision.approver, via: decision.via, at: decision.at, ...linked, ...(version > 0 ? { version } : {}) };
+  const next = { ...base, approvals: [...(request.approvals ?? []), approval] };
+  if (currentApprovals(next).length < (request.approvalsNeeded ?? 1)) return next;
+  return { ...next, status: "granted", ...decided, grantTokenHash: decision.tokenHash, grantExpiresAt: decision.grantExpiresAt };
 }
 
 /**
@@ -203,4 +206,34 @@ export function requestedEvent(r: ApprovalRequest, invocationId: string, created
  */
 export function auditKeyCheck(key: AuditKey): string {
   return computeAuditMac(key, GENESIS_MAC, 0, { type: "journal.key_check", at: "1970-01-01T00:00:00.000Z", data: {} });
+}
+
+/** The audit event for an edit, appended just before the grant's. */
+export function editedEvent(request: ApprovalRequest, decided: ApprovalRequest, decision: Grant): AuditEventInput {
+  const { version, fromInputHash, inputHash, previewHash, target, changes } = decided.edit!;
+  const data = {
+    requestId: request.id,
+    version,
+    approver: decision.approver,
+    via: decision.via,
+    fromInputHash,
+    inputHash,
+    previewHash,
+    target: target ?? null,
+    changes,
+  };
+  return requestEvent("approval.edited", decision.at, request, data);
+}
+
+/** The event that records an edited-run record, written with the edited intent. */
+export function editedRunEvent(intent: IntentInput): AuditEventInput {
+  return {
+    type: "intent.edited",
+    at: intent.at,
+    invocationId: intent.invocationId,
+    toolId: intent.toolId,
+    principal: intent.principal,
+    tenant: intent.tenant,
+    data: { key: intent.key, requestId: intent.edited!.requestId, askedInputHash: intent.edited!.askedInputHash, inputHash: intent.inputHash },
+  };
 }

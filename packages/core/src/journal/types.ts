@@ -4,9 +4,10 @@ import type { ApprovalPreview } from "../manifest.js";
 import type { InjectionFinding } from "../untrusted.js";
 import type { LimitCharge } from "../limits/window.js";
 import type { ApprovalChange, ApprovalEdit, ApprovalEditInput, ApprovalExpectation, EditedIntent } from "./edit-types.js";
+import type { EditedRun } from "./edit-rules.js";
 
 export type { LimitCharge };
-export type { ApprovalChange, ApprovalEdit, ApprovalEditInput, ApprovalExpectation, EditedIntent };
+export type { ApprovalChange, ApprovalEdit, ApprovalEditInput, ApprovalExpectation, EditedIntent, EditedRun };
 
 /**
  * The journal: audit chain, outbox and approvals behind one async interface, so the memory,
@@ -61,7 +62,8 @@ export interface Journal {
    * as in beginIntent; `audit` is appended when the grant is consumed, with `options.charges`.
    */
   consumeGrant(grant: GrantCheck, audit: AuditEventInput, options?: ConsumeGrantOptions): Promise<GrantOutcome>;
-
+  /** Where an approver's edit of this call as asked last ran (`beginIntent` seals it when it consumes the edited grant); tampered: `journal_tampered`. */
+  editedRun(toolId: string, askedInputHash: string, principal: string, tenant: string): Promise<EditedRun | undefined>;
   // ---- limits ----
   /**
    * Charge a call that has neither an outbox entry nor a grant to its window limits, the same way

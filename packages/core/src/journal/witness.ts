@@ -148,6 +148,7 @@ export function withWitness(journal: Journal, options: WitnessOptions): Witnesse
       return result;
     },
     getApproval: (id) => journal.getApproval(id),
+    editedRun: (...binding) => journal.editedRun(...binding),
     listApprovals: (o) => journal.listApprovals(o),
     async decideApproval(id, decision) {
       const result = await journal.decideApproval(id, decision);
