@@ -79,13 +79,42 @@ describe("who may edit", () => {
   });
 });
 
+describe("what may be edited", () => {
+  it("a tool that refuses edits has no Edit link, and its edit pages are refused (409) without writing", async () => {
+    const id = await pendingRequest(desk, { path: "notes/a.md", before: "a", after: "b" }, "desk.write_note");
+    const alice = await signedIn(desk, "alice", "approver");
+    expect(await (await alice.get("/approvals")).text()).not.toContain(`/approvals/${id}/edit`);
+    const page = await alice.get(`/approvals/${id}/edit`);
+    expect(page.status).toBe(409);
+    expect(await page.text()).toContain("does not allow edits");
+    const csrf = await alice.csrf();
+    const before = await chainHead();
+    expect((await alice.post(`/approvals/${id}/edit`, { csrf, version: "0", previewHash: "0".repeat(64), "f:/after": "c" })).status).toBe(409);
+    expect(await chainHead()).toBe(before);
+  });
+
+  it("a check page's hidden input altered to change a field that is not editable is refused by the desk, nothing written", async () => {
+    const id = await pendingRequest(desk, { ...memo, link: "https://docs.example.test/plan" });
+    const alice = await signedIn(desk, "alice", "approver");
+    const page = await (await alice.post(`/approvals/${id}/edit`, { ...(await editForm(alice, id)), "f:/subject": "deploy (moved)" })).text();
+    const approve = formFields(page, `/approvals/${id}/approve-edited`);
+    const before = await chainHead();
+    const altered = { ...(JSON.parse(approve.input!) as object), link: "https://evil.example.test/" };
+    const response = await alice.post(`/approvals/${id}/approve-edited`, { ...approve, input: JSON.stringify(altered) });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('data-code="edit_refused"');
+    expect(await chainHead()).toBe(before);
+    expect((await desk.gate.approvals.get(id))?.status).toBe("pending");
+  });
+});
+
 describe("the form is read strictly", () => {
   it("a field that is not an editable pointer is 400 naming it, and nothing changes", async () => {
     const id = await pendingRequest(desk, memo);
     const alice = await signedIn(desk, "alice", "approver");
     const fields = await editForm(alice, id);
     const before = await chainHead();
-    for (const name of ["f:/link/x", "f:/To", "f:/to/0", "approver"]) {
+    for (const name of ["f:/link", "f:/link/x", "f:/To", "f:/to/0", "f:", "approver"]) {
       const response = await alice.post(`/approvals/${id}/edit`, { ...fields, [name]: "x" });
       expect([name, response.status]).toEqual([name, 400]);
       expect(await response.text()).toContain(name.startsWith("f:") ? `${name.slice(2)} is not a field you may edit here` : `unexpected form member ${name}`);
@@ -110,7 +139,7 @@ describe("the form is read strictly", () => {
     expect(response.status).toBe(400);
     const text = await response.text();
     expect(text).toContain('data-code="invalid_input"');
-    expect(text).toContain("/to");
+    expect(text).toMatch(/input for desk\.send_memo is invalid: to: /);
     expect(await chainHead()).toBe(before);
     expect((await desk.gate.approvals.get(id))?.status).toBe("pending");
   });
