@@ -1,4 +1,5 @@
 import type { gmail_v1 } from "@googleapis/gmail";
+import { decodeWords } from "postal-mime";
 import { z } from "zod";
 
 /** A message as the read tools return it. Everything in it was written by someone else. */
@@ -19,7 +20,7 @@ export const messageOutput = z.object({
 
 export type MessageOutput = z.infer<typeof messageOutput>;
 
-/** A header's value (Gmail returns them decoded; encoded words left over are decoded here). */
+/** A header's value (Gmail returns them decoded; encoded words left over are decoded here, as mail software decodes them). */
 export function headerOf(part: gmail_v1.Schema$MessagePart | undefined, name: string): string {
   const lower = name.toLowerCase();
   const value = part?.headers?.find((h) => h.name?.toLowerCase() === lower)?.value ?? "";
@@ -71,18 +72,4 @@ export function htmlToText(html: string): string {
     .replace(/&amp;/g, "&")
     .replace(/[ \t]+/g, " ")
     .trim();
-}
-
-/** Decode RFC 2047 encoded words (B and Q; UTF-8, else Latin-1). */
-export function decodeWords(value: string): string {
-  return value.replace(/=\?([^?]+)\?([bBqQ])\?([^?]*)\?=/g, (_, charset: string, kind: string, text: string) => {
-    const bytes =
-      kind.toUpperCase() === "B"
-        ? Buffer.from(text, "base64")
-        : Buffer.from(
-            text.replace(/_/g, " ").replace(/=([0-9A-Fa-f]{2})/g, (__, hex: string) => String.fromCharCode(parseInt(hex, 16))),
-            "latin1",
-          );
-    return /^utf-?8$/i.test(charset) ? bytes.toString("utf8") : bytes.toString("latin1");
-  });
 }
