@@ -229,6 +229,27 @@ describe("edit, check, approve", () => {
     expect(desk.runs.memos).toEqual([{ ...memo, to: ["ops@example.test"] }]);
   });
 
+  it("an approval of the version as asked stops counting once another approver edits: two people must approve the version that runs", async () => {
+    const { defineProfile } = await import("@toolgate/core");
+    const strict = defineProfile({ name: "strict", allow: ["desk:send", "desk:read"], maxRisk: "critical", twoPersonFrom: "high" } as never);
+    const first = await desk.gate.invoke("desk.send_memo", memo, { ...call, profile: strict });
+    if (first.status !== "approval_required") throw new Error(first.status);
+    const id = first.requestId;
+    const alice = await signedIn(desk, "alice", "approver");
+    const bob = await signedIn(desk, "bob", "approver");
+    const asked = formFields(await (await alice.get("/approvals")).text(), `/approvals/${id}/approve`);
+    expect((await alice.post(`/approvals/${id}/approve`, asked)).headers.get("location")).toContain("done=needs_another");
+    const page = await (await bob.post(`/approvals/${id}/edit`, { ...(await editForm(bob, id)), "f:/to": '["ops@example.test"]' })).text();
+    expect((await bob.post(`/approvals/${id}/approve-edited`, formFields(page, `/approvals/${id}/approve-edited`))).headers.get("location")).toContain(
+      "done=needs_another",
+    );
+    const queue = await (await alice.get("/approvals")).text();
+    expect(queue).toContain("Approvals: 1 of 2");
+    expect(queue).toContain(`data-approvals="1/2" data-version="1"`);
+    expect((await alice.post(`/approvals/${id}/approve`, formFields(queue, `/approvals/${id}/approve`))).headers.get("location")).toContain("done=granted");
+    expect((await desk.gate.approvals.get(id))?.status).toBe("granted");
+  });
+
   it("an edited value is shown escaped on the check page, hidden characters as markers", async () => {
     const id = await pendingRequest(desk, memo);
     const alice = await signedIn(desk, "alice", "approver");
