@@ -369,12 +369,13 @@ export interface FencedContent {
 }
 
 /** What a fence holds, for its first line: a result, an error's text, or what a human is asked to approve. */
-export type FencedKind = "output" | "error" | "preview";
+export type FencedKind = "output" | "error" | "preview" | "edit";
 
 const FENCE_INTRO: Readonly<Record<FencedKind, string>> = {
   output: "The content below came from",
   error: "The error text below came from",
   preview: "The approval preview below was built by",
+  edit: "The change list below edits the input of",
 };
 
 /**

@@ -4,7 +4,7 @@
  * value an earlier step has not established.
  */
 import type { ApprovalPreview, AnyToolManifest } from "../manifest.js";
-import type { GrantCheck, IntentInput, LimitCharge, OutboxEntry, OutboxState } from "../journal/types.js";
+import type { ApprovalChange, GrantCheck, IntentInput, LimitCharge, OutboxEntry, OutboxState } from "../journal/types.js";
 import type { RegisteredTool } from "../registry.js";
 import type { InjectionFinding } from "../untrusted.js";
 import type { CallOptions } from "./gate.js";
@@ -80,6 +80,18 @@ export interface Checked extends Keyed {
 /** The grant checked (not yet consumed), when the call needed one. */
 export interface Approved extends Checked {
   readonly grant: GrantCheck | undefined;
+  /** The approver's edit this call now runs (its input, hash, parsed value and preview are the edit's). */
+  readonly edited?: EditedCall | undefined;
+}
+
+/** An approver's edit this call runs instead of the input it was sent (set by the approve step). */
+export interface EditedCall {
+  readonly requestId: string;
+  readonly version: number;
+  /** The hash of the input the caller sent (what the request was asked with). */
+  readonly askedInputHash: string;
+  /** Redacted. */
+  readonly changes: readonly ApprovalChange[];
 }
 
 /** The fields the body's run needs: from a live call, or from a recovered intent. */
@@ -89,6 +101,8 @@ export interface Runnable extends Frozen {
   /** Journaled before the effect; absent for pure calls, which are audited once they complete. */
   readonly intent: IntentInput | undefined;
   readonly plan: unknown;
+  /** Set when the input is an approver's edit of the one sent: the result tells the caller. */
+  readonly edited?: EditedCall | undefined;
 }
 
 /** The body returned; `raw` is unchecked. */
@@ -143,6 +157,7 @@ export function startCall(invocationId: string, requestedId: string, input: unkn
     slots: undefined,
     charges: undefined,
     grant: undefined,
+    edited: undefined,
     intent: undefined,
     plan: undefined,
     raw: undefined,

@@ -2,7 +2,7 @@
 import { ToolError } from "../errors.js";
 import type { OutboxEntry, OutboxState } from "../journal/types.js";
 import { isSideEffectful } from "../manifest.js";
-import type { Keyed } from "./call-state.js";
+import type { EditedCall, Keyed } from "./call-state.js";
 import type { GateEnv } from "./env.js";
 import { approvalRequired, bindingCheckFor, grantCheckFor, grantRefusal, grantSpent } from "./grants.js";
 import { audit, okResult, refuse, shownMessage } from "./outcomes.js";
@@ -10,9 +10,18 @@ import type { ErrorResult, InvokeResult } from "./results.js";
 
 export type ExistingVerdict = InvokeResult<unknown> | { readonly retake: readonly OutboxState[] };
 
+/**
+ * The same call: the entry ran this input, or an approver's edit of it (the caller retries with the
+ * input as asked), or this call is itself the edit the entry ran.
+ */
+function sameInput(c: Keyed & { readonly edited?: EditedCall | undefined }, entry: OutboxEntry): boolean {
+  const sent = c.edited?.askedInputHash ?? c.inputHash;
+  return entry.inputHash === c.inputHash || entry.inputHash === sent || entry.edited?.askedInputHash === sent;
+}
+
 export async function judgeExisting(env: GateEnv, c: Keyed, entry: OutboxEntry): Promise<ExistingVerdict> {
   const { manifest } = c;
-  if (entry.toolId !== manifest.id || entry.inputHash !== c.inputHash || entry.principal !== c.call.principal || entry.tenant !== c.call.tenant) {
+  if (entry.toolId !== manifest.id || !sameInput(c, entry) || entry.principal !== c.call.principal || entry.tenant !== c.call.tenant) {
     return refuse(env, c, "denied", new ToolError("idempotency_conflict", "this idempotency key was already used for a different call"));
   }
   switch (entry.state) {
@@ -63,13 +72,28 @@ async function replay(env: GateEnv, c: Keyed, entry: OutboxEntry): Promise<Invok
     const released = await releaseHeld(env, c, entry, result.heldBy);
     if (released !== true) return released;
   }
+  const edited = await editedOf(env, c, entry);
+  if (edited && "status" in edited) return edited;
   const receipt = await audit(env, c, "call.replayed", {
     key: c.key,
     intentHash: entry.intentHash,
     outputHash: result.outputHash,
     originalInvocationId: entry.invocationId,
   });
-  return okResult(c, result.output, result.findings, true, receipt);
+  return okResult(c, result.output, result.findings, true, receipt, undefined, edited);
+}
+
+/** A replay of an approver's edit tells the caller again; the version is the request's (the entry names the request). */
+async function editedOf(env: GateEnv, c: Keyed, entry: OutboxEntry): Promise<EditedCall | InvokeResult<unknown> | undefined> {
+  if (!entry.edited) return undefined;
+  const { requestId, askedInputHash, changes } = entry.edited;
+  let request;
+  try {
+    request = await env.journal.getApproval(requestId);
+  } catch (cause) {
+    return refuse(env, c, "error", new ToolError("journal_failed", "the journal could not be read", { cause }));
+  }
+  return { requestId, askedInputHash, changes: env.redactor.redact(changes), version: request?.edit?.version ?? 0 };
 }
 
 async function replayedError(env: GateEnv, c: Keyed, entry: OutboxEntry): Promise<ErrorResult> {
@@ -103,7 +127,9 @@ async function releaseHeld(env: GateEnv, c: Keyed, entry: OutboxEntry, requestId
     // Granted by a human, and this retry is the held call itself: released by binding, without a token.
     if (request.status !== "granted") return approvalRequired(c, "output", request, null, entry.result!.findings);
   }
-  const check = presented ? grantCheckFor(env, c, presented, request.previewHash) : bindingCheckFor(env, c, requestId, request.previewHash);
+  // The held request binds the input that ran: for an approver's edit, the edit (the entry's), not the input as asked.
+  const ran = { ...c, inputHash: entry.inputHash };
+  const check = presented ? grantCheckFor(env, ran, presented, request.previewHash) : bindingCheckFor(env, ran, requestId, request.previewHash);
   let outcome;
   try {
     outcome = await env.journal.consumeGrant(check, {

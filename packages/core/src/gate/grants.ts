@@ -8,19 +8,15 @@ import { riskRank, type ApprovalPreview } from "../manifest.js";
 import type { InjectionFinding } from "../untrusted.js";
 import type { ApprovalGrant } from "./approvals.js";
 import type { Frozen } from "./call-state.js";
+import { editableFor } from "./edit-allowance.js";
 import type { GateEnv } from "./env.js";
 import { refuse, targetOf, type Refusal } from "./outcomes.js";
 import type { ApprovalRequiredResult } from "./results.js";
 
 /** The grant as presented, bound to everything a human approved: tool, input, principal, tenant, preview. */
-export function grantCheckFor(env: GateEnv, c: Frozen, grant: ApprovalGrant, previewHash: string): GrantCheck {
-  return {
-    requestId: grant.requestId,
-    tokenHash: sha256Hex(String(grant.token)),
-    binding: { toolId: c.manifest.id, inputHash: c.inputHash, principal: c.call.principal, tenant: c.call.tenant, previewHash },
-    invocationId: c.invocationId,
-    at: env.iso(),
-  };
+export function grantCheckFor(env: GateEnv, c: Frozen, grant: ApprovalGrant, previewHash: string, edit?: GrantCheck["edit"]): GrantCheck {
+  const { byBinding: _byBinding, ...check } = bindingCheckFor(env, c, grant.requestId, previewHash, edit);
+  return { ...check, tokenHash: sha256Hex(String(grant.token)) };
 }
 
 /** The grant presented with this call was consumed: its token is spent, so it leaves the redactor. */
@@ -85,19 +81,28 @@ export function approvalsNeeded(c: Pick<Frozen, "manifest" | "call">): 1 | 2 {
  * A request granted for exactly this call (the whole binding), taken without a token: only the
  * gate builds this check, from the journal's own request, never from what a caller presents.
  */
-export function bindingCheckFor(env: GateEnv, c: Frozen, requestId: string, previewHash: string): GrantCheck {
+export function bindingCheckFor(env: GateEnv, c: Frozen, requestId: string, previewHash: string, edit?: GrantCheck["edit"]): GrantCheck {
   return {
     requestId,
     byBinding: true,
     binding: { toolId: c.manifest.id, inputHash: c.inputHash, principal: c.call.principal, tenant: c.call.tenant, previewHash },
+    ...(edit ? { edit } : {}),
     invocationId: c.invocationId,
     at: env.iso(),
   };
 }
 
+/** The call's input as the journal keeps it: redacted (a registered secret never lands in a row), and whether it was. */
+export function redactedInput(env: GateEnv, c: Pick<Frozen, "inputJson">): { readonly input: unknown; readonly inputRedacted: boolean } {
+  const redactedJson = env.redactor.redactText(c.inputJson);
+  return { input: JSON.parse(redactedJson) as unknown, inputRedacted: redactedJson !== c.inputJson };
+}
+
 /**
  * Persist a request for a human, or find the one with the same binding: still pending, or granted
- * and unexpired (a retry after a human's approval finds the grant).
+ * and unexpired (a retry after a human's approval finds the grant). A request to run a call keeps
+ * the input as asked (redacted) and the fields an approver may edit (manifest ∩ profile), unless
+ * `editable` is `false` (a body's mid-call ask); a held output's request is never editable.
  */
 export async function recordRequest(
   env: GateEnv,
@@ -105,8 +110,10 @@ export async function recordRequest(
   kind: "call" | "output",
   preview: ApprovalPreview,
   previewHash: string,
+  editable?: false,
 ): Promise<{ readonly request: ApprovalRequest; readonly receipt: JournalReceipt } | Refusal> {
   const now = env.clock();
+  const asked = kind === "call" ? { ...redactedInput(env, c), editable: editable ?? editableFor(c.manifest, c.call.profile) } : { editable: false as const };
   try {
     return await env.journal.requestApproval({
       id: `apr_${randomUUID()}`,
@@ -124,6 +131,7 @@ export async function recordRequest(
       expiresAt: env.iso(now + env.requestTtlMs),
       approvalsNeeded: approvalsNeeded(c),
       ...(c.call.callRef === undefined ? {} : { callRef: c.call.callRef }),
+      ...asked,
     });
   } catch (cause) {
     return refuse(env, c, "error", new ToolError("journal_failed", "the approval request could not be recorded", { cause }));

@@ -2,7 +2,7 @@
  * The intent's hash in one pass over the input: the intent's keys are fixed, so its canonical text
  * is written directly in sorted key order, with the input's canonical text (frozen at step 2)
  * spliced in. Equal to `hashCanonical(intent)` byte for byte; where the splice cannot be sure of
- * that (a redacted input, a field of an unexpected type), the general canonicalizer runs instead.
+ * that (a redacted input, a field of an unexpected type, an approver's edit), the general canonicalizer runs instead.
  */
 import { hashCanonical, sha256Hex } from "../canonical-json.js";
 import type { IntentInput } from "../journal/types.js";
@@ -17,6 +17,7 @@ export function intentHashOf(fields: IntentFields, canonicalInput: string | unde
   const { at, effect, idempotent, inputHash, inputRedacted, invocationId, key, principal, target, tenant, toolId } = fields;
   if (
     canonicalInput === undefined ||
+    fields.edited !== undefined ||
     inputRedacted !== false ||
     typeof idempotent !== "boolean" ||
     !(target === undefined || typeof target === "string") ||

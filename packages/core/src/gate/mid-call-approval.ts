@@ -47,7 +47,8 @@ export async function askMidCall(c: Runnable, env: GateEnv, asked: ToolError): P
   );
   // Nothing is asked of a human when the journal could not record how this attempt ended.
   if (settled.receipt === null) return settled;
-  const request = await recordRequest(env, c, "call", built.preview, built.previewHash);
+  // An escalation is not editable: the body already ran up to its ask with the input it was given.
+  const request = await recordRequest(env, c, "call", built.preview, built.previewHash, false);
   if ("status" in request) return request;
   return approvalRequired(c, "call", request.request, request.receipt);
 }

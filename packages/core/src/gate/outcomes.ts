@@ -4,7 +4,8 @@ import { ToolError, type EffectBoundary } from "../errors.js";
 import type { JournalReceipt } from "../journal/types.js";
 import type { AnyToolManifest } from "../manifest.js";
 import { fenceUntrusted, type InjectionFinding } from "../untrusted.js";
-import type { CallStart, Runnable } from "./call-state.js";
+import type { CallStart, EditedCall, Runnable } from "./call-state.js";
+import { withEditNotice } from "./edit-notice.js";
 import type { GateEnv } from "./env.js";
 import { foreignError, redactedPrefix } from "./foreign-text.js";
 import type { Redactor } from "../redactor.js";
@@ -138,27 +139,32 @@ export function shownMessage(
   return foreignError(manifest.id, message, details);
 }
 
+/** An ok result; for a call that ran an approver's edit (`edited`, the call's own by default), `content` says so first. */
 export function okResult(
-  c: Pick<Runnable, "tool" | "invocationId" | "visibleKey">,
+  c: Pick<Runnable, "tool" | "invocationId" | "visibleKey" | "edited">,
   output: unknown,
   findings: readonly InjectionFinding[],
   replayed: boolean,
   receipt: JournalReceipt | null,
   canonicalOutput?: string,
+  edited: EditedCall | undefined = c.edited,
 ): OkResult<unknown> {
   const { manifest } = c.tool;
   const json = canonicalOutput ?? canonicalJson(output ?? null);
+  const content = manifest.untrustedOutput ? fenceUntrusted(manifest.id, json, findings).text : json;
+  const told = edited && { requestId: edited.requestId, version: edited.version, changes: edited.changes };
   return {
     status: "ok",
     toolId: manifest.id,
     invocationId: c.invocationId,
     receipt,
     output,
-    content: manifest.untrustedOutput ? fenceUntrusted(manifest.id, json, findings).text : json,
+    content: told ? withEditNotice(manifest.id, told, content) : content,
     untrusted: manifest.untrustedOutput,
     findings,
     replayed,
     idempotencyKey: c.visibleKey,
+    ...(told ? { edited: told } : {}),
   };
 }
 

@@ -13,7 +13,7 @@ import type { InvokeResult } from "../results.js";
 import type { GateEnv } from "../env.js";
 import { judgeExisting } from "../existing-entry.js";
 import { intentHashOf } from "../intent-hash.js";
-import { grantRefusal, grantSpent } from "../grants.js";
+import { grantRefusal, grantSpent, redactedInput } from "../grants.js";
 import { identity, refuse, settleFailure, targetOf } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
 import { refuseLimited } from "./limits.js";
@@ -54,7 +54,12 @@ async function consumeGrantAlone(c: Intended, grant: GrantCheck, env: GateEnv): 
   try {
     outcome = await env.journal.consumeGrant(
       grant,
-      { type: "approval.used", at: env.iso(), ...identity(c), data: { requestId: grant.requestId } },
+      {
+        type: "approval.used",
+        at: env.iso(),
+        ...identity(c),
+        data: { requestId: grant.requestId, ...(c.edited ? { inputHash: c.inputHash, askedInputHash: c.edited.askedInputHash } : {}) },
+      },
       c.charges ? { charges: c.charges } : undefined,
     );
   } catch (cause) {
@@ -100,8 +105,9 @@ async function beginIntent(c: Writable<Intended>, env: GateEnv): Promise<Intende
   return c;
 }
 
+/** The intent of the call as it will run: for an approver's edit, the edited input, hash and target, and which edit it is. */
 function intentFor(env: GateEnv, c: Approved): IntentInput {
-  const redactedJson = env.redactor.redactText(c.inputJson);
+  const { input, inputRedacted } = redactedInput(env, c);
   const base = {
     key: c.key,
     invocationId: c.invocationId,
@@ -109,12 +115,13 @@ function intentFor(env: GateEnv, c: Approved): IntentInput {
     principal: c.call.principal,
     tenant: c.call.tenant,
     inputHash: c.inputHash,
-    input: JSON.parse(redactedJson) as unknown,
-    inputRedacted: redactedJson !== c.inputJson,
+    input,
+    inputRedacted,
     effect: c.manifest.effect,
     idempotent: c.manifest.idempotent,
     target: targetOf(env, c),
     at: env.iso(),
+    ...(c.edited ? { edited: { requestId: c.edited.requestId, askedInputHash: c.edited.askedInputHash, changes: c.edited.changes } } : {}),
   };
-  return { ...base, intentHash: intentHashOf(base, redactedJson === c.inputJson ? c.inputJson : undefined) };
+  return { ...base, intentHash: intentHashOf(base, inputRedacted ? undefined : c.inputJson) };
 }

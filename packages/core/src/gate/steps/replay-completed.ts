@@ -10,6 +10,7 @@
  * looks after it.
  */
 import { ToolError } from "../../errors.js";
+import type { OutboxEntry } from "../../journal/types.js";
 import type { Authorized, Checked, Keyed, Writable } from "../call-state.js";
 import { assignKeys } from "./derive-key.js";
 import type { GateEnv } from "../env.js";
@@ -31,19 +32,39 @@ export const replayCompleted: Step<Keyed, Checked> = {
   run(c, env) {
     // Nothing can exist under a fresh key; a caller's key was looked up before the preview.
     if (!c.usesOutbox || c.fresh || c.call.idempotencyKey !== undefined) return c as Checked;
-    return lookUpKey(c, env);
+    return lookUpKey(c, env, true);
   },
 };
 
-async function lookUpKey(c: Keyed, env: GateEnv): Promise<Checked | InvokeResult<unknown>> {
+/**
+ * A retry of a call an approver edited, whose key was derived from a preview the edited call's
+ * effect has since changed (the event it moved reads differently now): the journal's edited-run
+ * record, found by the input as asked (tool, input, principal, tenant), names the edited call's
+ * key. Within the derived-key window that entry answers the retry as a replay (or refuses it while
+ * it runs); never a run. Read only by a call about to ask a human that found nothing under its key.
+ */
+async function editedRunEntry(c: Keyed, env: GateEnv): Promise<OutboxEntry | undefined> {
+  const run = await env.journal.editedRun(c.manifest.id, c.inputHash, c.call.principal, c.call.tenant);
+  if (run === undefined || !(Date.parse(run.at) >= env.clock() - env.derivedKeyWindowMs)) return undefined;
+  return env.journal.getIntent(run.key);
+}
+
+async function lookUpKey(c: Keyed, env: GateEnv, derived = false): Promise<Checked | InvokeResult<unknown>> {
   let existing;
+  let edited;
   try {
     existing = await env.journal.getIntent(c.key);
+    if (derived && existing === undefined && c.approval) edited = await editedRunEntry(c, env);
   } catch (cause) {
     return refuse(env, c, "error", new ToolError("journal_failed", "the journal could not be read", { cause }));
   }
   const next = c as Writable<Checked>;
   next.existing = existing;
+  if (edited?.state === "completed" || edited?.state === "pending") {
+    // Another key's entry: it may answer this call, but is never retaken under this call's key.
+    const verdict = await judgeExisting(env, c, edited);
+    if (!("retake" in verdict)) return verdict;
+  }
   if (existing?.state !== "completed" && existing?.state !== "pending") return next;
   const verdict = await judgeExisting(env, c, existing);
   if (!("retake" in verdict)) return verdict;
