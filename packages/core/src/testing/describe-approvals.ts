@@ -3,6 +3,7 @@ import { sha256Hex } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import type { ApprovalBinding, ApprovalRequestInput, GrantCheck, Journal } from "../journal/types.js";
 import type { JournalUnderTest } from "./describe-journal.js";
+import { itApprovesEdits } from "./describe-edits.js";
 import { at, checkFor, grantBy, sampleIntent, sampleRequest } from "./journal-samples.js";
 
 /**
@@ -30,6 +31,8 @@ const granted = async (journal: Journal, id: string, overrides: Partial<Approval
 };
 
 export function itDecidesApprovals(withJournal: WithJournal): void {
+  itApprovesEdits(withJournal);
+
   it(
     "refuses the same approver twice on a two-person request, writing nothing, and grants on a second, different one",
     withJournal(async ({ journal }) => {

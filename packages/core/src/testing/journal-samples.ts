@@ -1,7 +1,17 @@
 /** The records every journal conformance test starts from: intents, approval requests, grant checks. */
 import { hashCanonical, sha256Hex } from "../canonical-json.js";
 import type { ToolErrorCode } from "../errors.js";
-import type { ApprovalDecision, ApprovalRequestInput, GrantCheck, IntentInput, Journal, JournalReceipt } from "../journal/types.js";
+import type {
+  ApprovalDecision,
+  ApprovalEditInput,
+  ApprovalExpectation,
+  ApprovalRequest,
+  ApprovalRequestInput,
+  GrantCheck,
+  IntentInput,
+  Journal,
+  JournalReceipt,
+} from "../journal/types.js";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 export const at = (offsetMs = 0): string => new Date(T0 + offsetMs).toISOString();
@@ -86,6 +96,58 @@ export const grantBy = (approver: string, token = "tok", grantExpiresAt = at(600
   grantExpiresAt,
   at: when,
 });
+
+/** A call request an approver may edit: its input recorded whole, the whole input editable, hashed as the gate hashes it. */
+export function editableRequest(id: string, overrides: Partial<ApprovalRequestInput> = {}): ApprovalRequestInput {
+  const input = { text: `note ${id}` };
+  return sampleRequest(id, { input, inputRedacted: false, editable: [""], inputHash: hashCanonical(input), ...overrides });
+}
+
+/** An approver's edit of `request`'s input to `{ text }`, made from the version whose input hash is `from`. */
+export function editOf(request: ApprovalRequestInput, text: string, by = "op_ana", from = request.inputHash): ApprovalEditInput {
+  const input = { text };
+  const preview = { summary: `add note ${text}` };
+  return {
+    input,
+    inputHash: hashCanonical(input),
+    preview,
+    previewHash: hashCanonical(preview),
+    target: undefined,
+    changes: [{ path: "/text", after: text }],
+    fromInputHash: from,
+    by,
+    via: "owner",
+    at: at(400),
+  };
+}
+
+/** What a decision on `request` as it is now names: its version and the preview hash it shows. */
+export const expectOf = (request: ApprovalRequest): ApprovalExpectation => ({
+  version: request.edit?.version ?? 0,
+  previewHash: request.edit?.previewHash ?? request.previewHash,
+});
+
+/** A grant by `edit.by` that makes `edit`, having seen `expect`. */
+export const editGrant = (edit: ApprovalEditInput, expect: ApprovalExpectation, token = "tok"): Extract<ApprovalDecision, { kind: "grant" }> => ({
+  ...grantBy(edit.by, token),
+  expect,
+  edit,
+});
+
+/** The check the gate builds for the caller's original call to an edited request: the binding as asked, and the edit it runs. */
+export const editCheckFor = (request: ApprovalRequest, token = "tok"): GrantCheck => ({
+  ...checkFor(request, token),
+  edit: { inputHash: request.edit!.inputHash, previewHash: request.edit!.previewHash },
+});
+
+/** The intent that runs `request`'s edit under `key`. */
+export const editedIntent = (key: string, request: ApprovalRequest, overrides: Partial<IntentInput> = {}): IntentInput =>
+  sampleIntent(key, {
+    inputHash: request.edit!.inputHash,
+    input: request.edit!.input,
+    edited: { requestId: request.id, askedInputHash: request.inputHash, changes: request.edit!.changes },
+    ...overrides,
+  });
 
 /**
  * The journal conformance suite: every store (memory, SQLite, PostgreSQL) passes the same tests,
