@@ -106,9 +106,12 @@ const DEFAULT_ELICITATION_TIMEOUT_MS = 10 * 60_000;
  * the profile can reach. Every `tools/call` goes through `gate.invoke`:
  * - `ok` → text content (fenced when untrusted) and, for trusted output only, `structuredContent` when the tool has an object output schema;
  * - `approval_required` → an `isError` result carrying the preview and the stable request id in
- *   text and in `_meta["io.toolgate/approval"]`; once an operator approves that request, the same
- *   call made again runs (once). Only for a `client` whose record an operator enabled elicitation
- *   for is the human asked in band (see `askThroughElicitation`);
+ *   text and in `_meta["io.toolgate/approval"]` (with `editable`: what an approver may change);
+ *   once an operator approves that request, the same call made again runs (once) — an approver's
+ *   edit of it, if they made one: its text then starts with the gate's notice, and
+ *   `_meta["io.toolgate/edited"]` names the request, version and changed paths. Only for a
+ *   `client` whose record an operator enabled elicitation for is the human asked in band, edits
+ *   included (see `askThroughElicitation`);
  * - `denied` / `error` → an `isError` result with the typed code (`_meta["io.toolgate/error"]`).
  * A request's progress token gets progress notifications; MCP cancellation aborts the gate's signal.
  * A grant obtained out of band may be passed back in the request's `_meta["io.toolgate/grant"]`.
@@ -299,7 +302,7 @@ function toCallResult(result: Exclude<InvokeResult, ApprovalRequiredResult>, str
 
 /** The request and what to do next: the id is stable, so an operator's approval reaches the retry. */
 function approvalResult(result: ApprovalRequiredResult, editable: false | readonly string[]): CallToolResult {
-  const next = `Once an operator approves request ${result.requestId} (in the console, or toolgate approvals approve ${result.requestId}), make this same call again with the same input: it runs once.`;
+  const next = `Once an operator approves request ${result.requestId} (in the console, or toolgate approvals approve ${result.requestId}), make this same call again with the same input: it runs once (as the approver may have changed it; the result then says what changed).`;
   return {
     isError: true,
     content: [
