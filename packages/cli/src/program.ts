@@ -1,5 +1,5 @@
 import { Argument, Command, CommanderError, Option } from "commander";
-import { approvalsApprove, approvalsDeny, approvalsList, approvalsShow } from "./commands/approvals.js";
+import { approvalsApprove, approvalsDeny, approvalsList, approvalsShow, type ApproveOptions } from "./commands/approvals.js";
 import { budgetsCommand } from "./commands/budgets.js";
 import { auditExport, auditHead, auditTail, auditVerify, parseExpectedHead, type AuditVerifyOptions } from "./commands/audit.js";
 import { callCommand } from "./commands/call.js";
@@ -103,8 +103,10 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .description("approve as the owner (recorded as owner); the same call, retried anywhere, then runs once")
     .argument("<request>", "request id")
     .option("--ttl <duration>", "how long the grant stays usable", "10m")
+    .option("--input <file>", "approve with an edited input: a JSON file (- for stdin); prints the changes and the recomputed preview first")
+    .option("--preview-hash <hash>", "the preview hash you checked: of the edit (with --input) or of an edited request's current version")
     .addOption(new Option("--approver <name>").hideHelp())
-    .action(withRuntime((rt, id: string, opts: { approver?: string; ttl: string }) => approvalsApprove(rt, id, opts, io)));
+    .action(withRuntime((rt, id: string, opts: ApproveOptions) => approvalsApprove(rt, id, opts, io)));
   approvals
     .command("deny")
     .description("deny as the owner (recorded as owner)")

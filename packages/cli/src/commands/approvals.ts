@@ -7,14 +7,20 @@ import { ToolError, type ApprovalRequest, type ApprovalStatus } from "@toolgate/
 import { CliFailure, EXIT, parseDuration, printList, type Io } from "../output.js";
 import { printable } from "../printable.js";
 import type { Runtime } from "../runtime.js";
+import { approveWithEdit, currentVersion, parsePreviewHash, renderEditFacts, renderPreview } from "./approvals-edit.js";
 
 const APPROVAL_ID = /^apr_[0-9a-f-]+$/;
 const STATUSES: readonly ApprovalStatus[] = ["pending", "granted", "denied", "consumed", "expired"];
 
+/** The approvals that count: those of the request's current version (an edit starts the count again). */
+function countingApprovals(r: ApprovalRequest) {
+  return r.approvals?.filter((a) => (a.version ?? 0) === currentVersion(r).version);
+}
+
 /** `1/2` for a two-person request, `-` for one that needs one approver and has none yet. */
 function progressOf(r: ApprovalRequest): string {
   const needed = r.approvalsNeeded ?? 1;
-  const given = r.approvals?.length ?? (r.status === "granted" || r.status === "consumed" ? 1 : 0);
+  const given = countingApprovals(r)?.length ?? (r.status === "granted" || r.status === "consumed" ? 1 : 0);
   return needed === 1 && given === 0 ? "-" : `${given}/${needed}`;
 }
 
@@ -25,15 +31,17 @@ export function renderRequest(r: ApprovalRequest): string {
     `for      ${r.principal} @ ${r.tenant}`,
     `asked    ${r.createdAt}, expires ${r.expiresAt}`,
     ...(r.callRef !== undefined ? [`callRef  ${r.callRef}`] : []),
-    `summary  ${r.preview.summary}`,
+    ...renderPreview(r.preview),
+    ...renderEditFacts(r),
   ];
-  if (r.preview.details) lines.push(`details  ${JSON.stringify(r.preview.details, null, 2).replace(/\n/g, "\n         ")}`);
-  if (r.preview.body !== undefined) lines.push("body", ...r.preview.body.split("\n").map((l) => `  | ${l}`));
   const needed = r.approvalsNeeded ?? 1;
   if (needed > 1 || (r.approvals?.length ?? 0) > 0)
     lines.push(
-      `approvals ${r.approvals?.length ?? 0} of ${needed}${needed > 1 ? " (two distinct approvers)" : ""}`,
-      ...(r.approvals ?? []).map((a) => `  approved by ${a.by} (${a.via}) at ${a.at}`),
+      `approvals ${countingApprovals(r)?.length ?? 0} of ${needed}${needed > 1 ? " (two distinct approvers)" : ""}${r.edit ? ` of version ${r.edit.version}` : ""}`,
+      ...(r.approvals ?? []).map(
+        (a) =>
+          `  approved by ${a.by} (${a.via}) at ${a.at}${r.edit ? ` (version ${a.version ?? 0}${(a.version ?? 0) === r.edit.version ? "" : ", no longer counts"})` : ""}`,
+      ),
     );
   if (r.decidedBy)
     lines.push(`decided  ${r.status} by ${r.decidedBy}${r.decidedVia ? ` (${r.decidedVia})` : ""} at ${r.decidedAt}${r.reason ? ` (${r.reason})` : ""}`);
@@ -86,6 +94,18 @@ function decisionRefused(error: unknown, id: string): unknown {
       EXIT.failed,
       "another operator approves it in the console: toolgate operators add NAME --role approver, then toolgate console",
     );
+  if (error.code === "invalid_input")
+    return new CliFailure(
+      `the edited input is refused: ${error.message} (invalid_input); nothing was approved`,
+      EXIT.failed,
+      "fix the file to match the tool's input schema (toolgate docs prints it), then run the command again",
+    );
+  if (error.code === "approval_invalid" && /changed|version|preview/i.test(error.message))
+    return new CliFailure(
+      `${error.message} (approval_invalid); nothing was approved`,
+      EXIT.failed,
+      `toolgate approvals show ${id} shows its current version and preview hash; check them, then approve again`,
+    );
   if (error.code.startsWith("approval_"))
     return new CliFailure(
       `${error.message} (${error.code})`,
@@ -97,27 +117,64 @@ function decisionRefused(error: unknown, id: string): unknown {
 
 const MAX_TTL_MS = 24 * 60 * 60_000;
 
-export async function approvalsApprove(runtime: Runtime, id: string, options: { ttl: string; approver?: string }, io: Io): Promise<number> {
+export interface ApproveOptions {
+  readonly ttl: string;
+  readonly approver?: string;
+  /** A JSON file (or - for stdin) holding the edited input: approve the call with it instead. */
+  readonly input?: string;
+  /** The preview hash the owner saw: of the edit (with --input) or of the request's current version. */
+  readonly previewHash?: string;
+}
+
+/** Approve as it stands: an edited request only with the preview hash of its current version (what the owner saw). */
+async function approveAsItStands(runtime: Runtime, request: ApprovalRequest, options: ApproveOptions, ttlMs: number) {
+  const id = request.id;
+  const seen = parsePreviewHash(options.previewHash, id);
+  const current = currentVersion(request);
+  if (request.edit !== undefined && seen === undefined)
+    throw new CliFailure(
+      `${id} was edited by ${request.edit.by} (version ${current.version}): approving it needs the preview hash you checked`,
+      EXIT.usage,
+      `toolgate approvals show ${id} shows the edit and its preview hash; then toolgate approvals approve ${id} --preview-hash HASH`,
+    );
+  const expect = seen === undefined ? {} : { expect: { version: current.version, previewHash: seen } };
+  return runtime.gate.approvals.grant(id, { by: runtime.gate.authority.owner(), ttlMs, ...expect }).catch((error: unknown) => {
+    throw decisionRefused(error, id);
+  });
+}
+
+export async function approvalsApprove(runtime: Runtime, id: string, options: ApproveOptions, io: Io): Promise<number> {
   refuseTypedApprover(options);
   const ttlMs = parseDuration(options.ttl);
   if (ttlMs < 1000 || ttlMs > MAX_TTL_MS)
     throw new CliFailure(`--ttl ${options.ttl} is out of range: a grant lasts from 1s to 24h`, EXIT.usage, `e.g. toolgate approvals approve ${id} --ttl 10m`);
-  await existing(runtime, id);
-  const desk = runtime.gate.approvals;
-  const decided = await desk.grant(id, { by: runtime.gate.authority.owner(), ttlMs }).catch((error: unknown) => {
-    throw decisionRefused(error, id);
-  });
+  const request = await existing(runtime, id);
+  const decided =
+    options.input === undefined
+      ? await approveAsItStands(runtime, request, options, ttlMs)
+      : await approveWithEdit(
+          runtime,
+          request,
+          { input: options.input, ttlMs, ...(options.previewHash === undefined ? {} : { previewHash: options.previewHash }) },
+          io,
+          (e) => decisionRefused(e, id),
+        );
+  if (decided === undefined) return EXIT.failed;
+  const edited = options.input === undefined ? "" : "the edited call of ";
   if (decided.status === "needs_another") {
     const r = decided.request;
+    const given = countingApprovals(r)?.length ?? 1;
     io.out(
       [
-        `recorded owner's approval of ${id}: ${r.approvals?.length ?? 1} of ${r.approvalsNeeded ?? 2}; it needs another, different approver`,
+        `recorded owner's approval of ${edited}${id}: ${given} of ${r.approvalsNeeded ?? 2}; it needs another, different approver`,
         "another operator approves it in the console: toolgate operators add NAME --role approver, then toolgate console",
       ].join("\n"),
     );
     return EXIT.approval;
   }
-  io.out(`approved ${id} (by owner) for ${decided.grant.toolId} until ${decided.grant.expiresAt}; run the same call again: it runs once`);
+  io.out(
+    `approved ${edited}${id} (by owner) for ${decided.grant.toolId} until ${decided.grant.expiresAt}; run the same call again: ${edited === "" ? "it runs" : "the edited call runs"} once`,
+  );
   return EXIT.ok;
 }
 
