@@ -144,6 +144,16 @@ describe("MCP elicitation with edits (a client whose record enables elicitation)
     expect((await gate.approvals.list()).map((r) => r.status)).toEqual(["pending"]);
   });
 
+  it("the second question offers approve only: an answer that slips in a new value is refused, the checked edit not granted", async () => {
+    const { gate, store, call } = await served({
+      answer: (_p, n) => ({ action: "accept", content: n === 1 ? { approve: true, "/text": "hallo" } : { approve: true, "/text": "evil" } }),
+    });
+    const result = await call({ id: "n1", text: "hello" });
+    expect(result._meta?.[MCP_META.error]).toMatchObject({ code: "edit_refused" });
+    expect(store.writes).toBe(0);
+    expect((await gate.approvals.list()).map((r) => [r.status, r.edit])).toEqual([["pending", undefined]]);
+  });
+
   it("only the profile's editable members are offered", async () => {
     const { asked, call } = await served({ profile: "text-only", answer: () => ({ action: "decline" }) });
     await call({ id: "n1", text: "hello" });
