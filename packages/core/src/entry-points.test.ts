@@ -294,6 +294,8 @@ const ENTRY_POINTS = {
       "AuthorityAction",
       "BuildInventoryOptions",
       "CreateAuthorityOptions",
+      "EditOptions",
+      "EditPreview",
       "Inventory",
       "InventoryEntry",
       "InventoryLimit",

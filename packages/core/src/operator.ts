@@ -26,4 +26,4 @@ export type { PinnedHead, PinnedHeadsVerdict, WitnessCheckpoint, WitnessOptions,
 export { createAuthority } from "./authority/create-authority.js";
 export type { CreateAuthorityOptions } from "./authority/create-authority.js";
 export type { Authority, AuthorityAction, KillSwitch, McpClient, Operator, OperatorRole, OperatorScope, OperatorStatus } from "./authority/types.js";
-export type { ApprovalDecisionResult } from "./gate/approvals.js";
+export type { ApprovalDecisionResult, EditOptions, EditPreview } from "./gate/approvals.js";

@@ -1,12 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
-import type { ApprovalRequest, ApprovalStatus, Journal } from "../journal/types.js";
-import type { Redactor } from "../redactor.js";
-import type { RegisteredTool } from "../registry.js";
+import type { ApprovalEditInput, ApprovalExpectation } from "../journal/edit-types.js";
+import { currentApprovals } from "../journal/edit-rules.js";
+import type { ApprovalRequest, ApprovalStatus } from "../journal/types.js";
 import { checkDecider } from "../authority/create-authority.js";
 import type { Approver, Authority } from "../authority/types.js";
-import type { GateTelemetry } from "../telemetry/gate-telemetry.js";
+import { checkEdit, previewBudget, refuseStale, type EditOptions, type EditPreview } from "./edit-desk.js";
+import type { GateEnv } from "./env.js";
+
+export type { EditOptions, EditPreview } from "./edit-desk.js";
 
 /** What a human's grant gives the caller; pass it back as `call.approval`. */
 export interface ApprovalGrant {
@@ -22,6 +25,16 @@ export interface GrantOptions {
   readonly by: Approver;
   /** How long the grant stays usable; default 10 minutes, at most 24 hours. */
   readonly ttlMs?: number;
+  /**
+   * The version the approver saw and its preview hash: the grant is refused if the request changed
+   * since. Required on an edited request and with `edit`; optional (today's API) otherwise.
+   */
+  readonly expect?: ApprovalExpectation;
+  /**
+   * Approve an edited input instead of the one asked (`previewEdit` first): the whole input and the
+   * preview hash the approver saw for it. Checked again; refused if the recomputed preview moved.
+   */
+  readonly edit?: { readonly input: unknown; readonly previewHash: string };
 }
 
 export interface DenyOptions {
@@ -37,6 +50,8 @@ export type ApprovalDecisionResult =
 export interface ApprovalDesk {
   list(options?: { readonly status?: readonly ApprovalStatus[] }): Promise<readonly ApprovalRequest[]>;
   get(requestId: string): Promise<ApprovalRequest | undefined>;
+  /** Check an edit of a pending call's input and recompute its preview; writes nothing (at most 20 per request and approver). */
+  previewEdit(requestId: string, options: EditOptions): Promise<EditPreview>;
   grant(requestId: string, options: GrantOptions): Promise<ApprovalDecisionResult>;
   deny(requestId: string, options: DenyOptions): Promise<ApprovalRequest>;
 }
@@ -44,14 +59,10 @@ export interface ApprovalDesk {
 export const DEFAULT_GRANT_TTL_MS = 10 * 60_000;
 export const MAX_GRANT_TTL_MS = 24 * 60 * 60_000;
 
-export function createApprovalDesk(
-  journal: Journal,
-  redactor: Redactor,
-  now: () => number,
-  authority: Authority,
-  tools: ReadonlyMap<string, RegisteredTool>,
-  telemetry?: Pick<GateTelemetry, "approvalDecided">,
-): ApprovalDesk {
+export function createApprovalDesk(env: GateEnv, authority: Authority): ApprovalDesk {
+  const { journal, redactor, tools, telemetry } = env;
+  const now = env.clock;
+  const previewed = previewBudget();
   /** The request, and the approver as it stands now, checked against its role, status and scope. */
   const decider = async (requestId: string, options: { readonly by?: unknown } | undefined) => {
     if (options?.by === undefined && typeof (options as { approver?: unknown } | undefined)?.approver === "string") {
@@ -65,13 +76,30 @@ export function createApprovalDesk(
   return {
     list: (options) => journal.listApprovals(options),
     get: (id) => journal.getApproval(id),
+    async previewEdit(requestId, options) {
+      const { request, live } = await decider(requestId, options);
+      previewed(request.id, live.id);
+      return checkEdit(env, request, options.input, options?.expect);
+    },
     async grant(requestId, options) {
       const ttlMs = options?.ttlMs ?? DEFAULT_GRANT_TTL_MS;
       if (!Number.isInteger(ttlMs) || ttlMs <= 0 || ttlMs > MAX_GRANT_TTL_MS) {
         throw new ToolError("config_invalid", `ttlMs must be a whole number of milliseconds between 1 and ${MAX_GRANT_TTL_MS}`);
       }
       const { request: asked, live } = await decider(requestId, options);
-      if (asked.approvals?.some((a) => a.by === live.id)) {
+      if (options?.edit !== undefined || options?.expect !== undefined || asked.edit !== undefined) refuseStale(asked, options?.expect);
+      let edit: ApprovalEditInput | undefined;
+      if (options?.edit !== undefined) {
+        previewed(asked.id, `${live.id}\u0000grant`);
+        const seen: unknown = options?.edit?.previewHash;
+        const checked = await checkEdit(env, asked, options?.edit?.input, options?.expect);
+        if (checked.previewHash !== seen) {
+          throw new ToolError("approval_invalid", `the preview of the edit of ${requestId} changed while you looked: check the edit again`);
+        }
+        const { input, inputHash, preview, previewHash, target, changes } = checked;
+        const fromInputHash = asked.edit?.inputHash ?? asked.inputHash;
+        edit = { input, inputHash, preview, previewHash, target, changes, fromInputHash, by: live.id, via: live.via, at: new Date(now()).toISOString() };
+      } else if (currentApprovals(asked).some((a) => a.by === live.id)) {
         throw new ToolError("approval_invalid", `${live.id} already approved ${requestId}; it needs a second, different approver`);
       }
       const token = randomBytes(32).toString("base64url");
@@ -89,6 +117,8 @@ export function createApprovalDesk(
           tokenHash: sha256Hex(token),
           grantExpiresAt: expiresAt,
           at: new Date(at).toISOString(),
+          ...(options?.expect === undefined ? {} : { expect: { version: options?.expect.version, previewHash: options?.expect.previewHash } }),
+          ...(edit === undefined ? {} : { edit }),
         }));
       } catch (error) {
         redactor.unregister(token);

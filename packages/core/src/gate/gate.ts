@@ -110,7 +110,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
 
   const gate: Gate<TTool> = {
     invoke: invoke as Gate<TTool>["invoke"],
-    approvals: createApprovalDesk(journal, env.redactor, env.clock, authority, tools, env.telemetry),
+    approvals: createApprovalDesk(env, authority),
     authority,
     redactor: env.redactor,
     registry,

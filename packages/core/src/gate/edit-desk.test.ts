@@ -1,0 +1,413 @@
+/**
+ * The desk's side of approve-with-edits: `previewEdit` and `grant({ edit, expect })`. Refusals first,
+ * one per class, each asserting that nothing was written (the journal's head did not move) and the
+ * request is as it was; then what an accepted edit writes.
+ */
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import type { Approver } from "../authority/types.js";
+import { ToolError } from "../errors.js";
+import { defineFamily } from "../family.js";
+import { createJournal } from "../journal/create-journal.js";
+import { memoryDriver } from "../journal/memory.js";
+import type { ApprovalRequest } from "../journal/types.js";
+import { defineTool } from "../manifest.js";
+import { defineProfile, type Profile } from "../profile.js";
+import { createToolRegistry } from "../registry.js";
+import { createGate, type AnyGate } from "./gate.js";
+
+const SECRET = "s3cret-value-123";
+const isolation = { network: "none", filesystem: "none", secrets: "none", subprocess: "none" } as const;
+const write = { effect: "write", idempotent: true, retryable: true, reversible: false, approval: "always", untrustedOutput: false } as const;
+
+function fixture(options: { profile?: Profile; maxInputBytes?: number; clock?: () => number } = {}) {
+  const state = { suffix: "", previews: 0, sent: [] as unknown[] };
+  const sendMail = defineTool({
+    ...write,
+    id: "desk.send_mail",
+    title: "Send mail",
+    description: "Sends a mail.",
+    input: z.strictObject({
+      account: z.string(),
+      to: z.array(z.string().regex(/@ok\.test$/)),
+      cc: z.array(z.string().regex(/@ok\.test$/)).optional(),
+      subject: z.string(),
+      body: z.string(),
+      meta: z.object({ tag: z.string(), lang: z.string() }).optional(),
+    }),
+    output: z.object({}),
+    actionType: "email-send",
+    requiredAllowlist: ["desk:send"],
+    risk: "high",
+    edits: { fields: ["/to", "/cc", "/subject", "/body", "/meta"] },
+    preview: (i) => {
+      state.previews++;
+      return { summary: `Send "${i.subject}" to ${i.to.length} recipient(s)${state.suffix}`, details: { to: i.to }, body: i.body };
+    },
+    target: (i) => i.to.join(","),
+    runtimeIsolation: isolation,
+    handler: (i) => {
+      state.sent.push(i);
+      return {};
+    },
+  });
+  const purge = defineTool({
+    ...write,
+    id: "desk.purge",
+    title: "Purge",
+    description: "Purges a box. Cannot be undone.",
+    input: z.strictObject({ box: z.string() }),
+    output: z.object({}),
+    actionType: "email-modify",
+    requiredAllowlist: ["desk:send"],
+    risk: "medium",
+    edits: false,
+    preview: (i) => ({ summary: `Purge ${i.box}` }),
+    runtimeIsolation: isolation,
+    handler: () => ({}),
+  });
+  const tag = defineTool({
+    ...write,
+    id: "desk.tag",
+    title: "Tag",
+    description: "Tags things.",
+    input: z.strictObject({ tags: z.record(z.string(), z.string()) }),
+    output: z.object({}),
+    actionType: "email-modify",
+    requiredAllowlist: ["desk:send"],
+    risk: "medium",
+    preview: (i) => ({ summary: `Tag ${Object.keys(i.tags).length}` }),
+    runtimeIsolation: isolation,
+    handler: () => ({}),
+  });
+  const family = defineFamily({ name: "desk", description: "Desk test tools.", tools: [sendMail, purge, tag], permissions: ["desk:send"] });
+  const journal = createJournal(memoryDriver(), { auditKey: "desk-edit-test" });
+  const gate = createGate({
+    registry: createToolRegistry({ families: [family] }),
+    journal,
+    secrets: [SECRET],
+    ...(options.maxInputBytes ? { maxInputBytes: options.maxInputBytes } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
+  const profile = options.profile ?? defineProfile({ name: "p", allow: ["desk:send"], maxRisk: "critical" });
+  return { gate, journal, state, call: { principal: "agent-1", tenant: "t1", profile } };
+}
+
+const MAIL = { account: "me@ok.test", to: ["ann@ok.test", "typo@ok.test"], subject: "Hi", body: "Hello" };
+
+async function ask(gate: AnyGate, call: { principal: string; tenant: string; profile: Profile }, id = "desk.send_mail", input: unknown = MAIL) {
+  const result = await gate.invoke(id, input, call);
+  if (result.status !== "approval_required") throw new Error(`expected approval_required, got ${result.status}`);
+  const request = (await gate.approvals.get(result.requestId))!;
+  return { id: result.requestId, request, expect: { version: 0, previewHash: request.previewHash } };
+}
+
+async function refused(promise: Promise<unknown>, code: string): Promise<ToolError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(ToolError.is(error), String(error)).toBe(true);
+  expect((error as ToolError).code).toBe(code);
+  return error as ToolError;
+}
+
+/** The refusal wrote nothing: the journal's head and the request are as before. */
+async function unchanged(gate: AnyGate, before: { seq: number; mac: string }, request: ApprovalRequest) {
+  expect(await gate.journal.head()).toEqual(before);
+  expect(await gate.approvals.get(request.id)).toEqual(request);
+}
+
+/** Both desk doors refuse the edit with `code`, writing nothing; `grant` is given the preview hash shown. */
+async function bothRefuse(gate: AnyGate, id: string, by: Approver, input: unknown, expectSeen: unknown, code: string): Promise<ToolError[]> {
+  const request = (await gate.approvals.get(id))!;
+  const head = await gate.journal.head();
+  const errors = [
+    await refused(gate.approvals.previewEdit(id, { by, input, expect: expectSeen as never }), code),
+    await refused(gate.approvals.grant(id, { by, expect: expectSeen as never, edit: { input, previewHash: request.previewHash } }), code),
+  ];
+  await unchanged(gate, head, request);
+  return errors;
+}
+
+describe("the desk refuses an edit outside the schema", () => {
+  it.each([
+    ["a wrong type", { ...MAIL, to: "ann@ok.test" }],
+    ["an extra member of a strict schema", { ...MAIL, bcc: ["x@ok.test"] }],
+    ["a recipient off the allowlist", { ...MAIL, to: ["ann@elsewhere.test"] }],
+    ["not an object", "send it"],
+  ])("%s → invalid_input with issues, nothing written", async (_, input) => {
+    const { gate, call } = fixture();
+    const { id, expect: seen } = await ask(gate, call);
+    const [error] = await bothRefuse(gate, id, gate.authority.owner(), input, seen, "invalid_input");
+    expect((error!.details as { issues: unknown[] }).issues.length).toBeGreaterThan(0);
+  });
+
+  it("an input larger than maxInputBytes, deeper than JSON can carry, or not JSON → invalid_input", async () => {
+    const { gate, call } = fixture({ maxInputBytes: 2048 });
+    const { id, expect: seen } = await ask(gate, call);
+    let deep: unknown = "x";
+    for (let i = 0; i < 20_000; i++) deep = [deep];
+    for (const input of [
+      { ...MAIL, body: "x".repeat(3000) },
+      { ...MAIL, body: deep },
+      { ...MAIL, body: 10n },
+      { ...MAIL, body: Number.NaN },
+    ]) {
+      await bothRefuse(gate, id, gate.authority.owner(), input, seen, "invalid_input");
+    }
+  });
+});
+
+describe("the desk refuses an edit outside the editable fields", () => {
+  it("a change the manifest does not allow (the account) → edit_refused naming the paths", async () => {
+    const { gate, call } = fixture();
+    const { id, expect: seen } = await ask(gate, call);
+    const errors = await bothRefuse(gate, id, gate.authority.owner(), { ...MAIL, account: "boss@ok.test", subject: "Hey" }, seen, "edit_refused");
+    for (const e of errors) expect(e.details).toEqual({ paths: ["/account"] });
+  });
+
+  it("the same when only the profile narrows it; a nested path under an editable pointer is accepted", async () => {
+    const profile = defineProfile({ name: "narrow", allow: ["desk:send"], maxRisk: "critical", approvalEdits: { "desk.*": ["/body", "/meta"] } });
+    const { gate, call } = fixture({ profile });
+    const { id, expect: seen, request } = await ask(gate, call, "desk.send_mail", { ...MAIL, meta: { tag: "a", lang: "en" } });
+    expect(request.editable).toEqual(["/body", "/meta"]);
+    const [error] = await bothRefuse(gate, id, gate.authority.owner(), { ...MAIL, to: ["ann@ok.test"], meta: { tag: "a", lang: "en" } }, seen, "edit_refused");
+    expect(error!.details).toEqual({ paths: ["/to"] });
+    const ok = await gate.approvals.previewEdit(id, { by: gate.authority.owner(), input: { ...MAIL, meta: { tag: "b", lang: "en" } }, expect: seen });
+    expect(ok.changes).toEqual([{ path: "/meta/tag", before: "a", after: "b" }]);
+  });
+
+  it("more than 64 changed members → edit_refused; an edit that changes nothing → edit_refused", async () => {
+    const { gate, call } = fixture();
+    const { id, expect: seen } = await ask(gate, call, "desk.tag", { tags: {} });
+    const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, "v"]));
+    await bothRefuse(gate, id, gate.authority.owner(), { tags: many }, seen, "edit_refused");
+    await bothRefuse(gate, id, gate.authority.owner(), { tags: {} }, seen, "edit_refused");
+    const ok = await gate.approvals.previewEdit(id, { by: gate.authority.owner(), input: { tags: { k: "v" } }, expect: seen });
+    expect(ok.changes).toEqual([{ path: "/tags/k", after: "v" }]);
+  });
+});
+
+describe("the desk refuses to edit a request that cannot be edited", () => {
+  it("a tool with edits: false → edit_refused", async () => {
+    const { gate, call } = fixture();
+    const { id, expect: seen, request } = await ask(gate, call, "desk.purge", { box: "inbox" });
+    expect(request.editable).toBe(false);
+    await bothRefuse(gate, id, gate.authority.owner(), { box: "spam" }, seen, "edit_refused");
+  });
+
+  it("a held output's request, a mid-call ask, a redacted original, one written without its input → edit_refused", async () => {
+    const { gate, journal } = fixture();
+    const base = {
+      toolId: "desk.send_mail",
+      inputHash: "h".repeat(64),
+      principal: "agent-1",
+      tenant: "t1",
+      previewHash: "p".repeat(64),
+      preview: { summary: "s" },
+      target: undefined,
+      invocationId: "inv",
+      createdAt: new Date().toISOString(),
+      expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    };
+    const variants = [
+      { kind: "output" as const, editable: false as const },
+      { kind: "call" as const, editable: false as const, input: MAIL, inputRedacted: false },
+      { kind: "call" as const, editable: ["/body"], input: { ...MAIL, body: "[REDACTED]" }, inputRedacted: true },
+      { kind: "call" as const, editable: ["/body"] },
+    ];
+    for (const [n, variant] of variants.entries()) {
+      const { request } = await journal.requestApproval({ ...base, ...variant, id: `apr_${n}`, idempotencyKey: `k${n}` });
+      await bothRefuse(
+        gate,
+        request.id,
+        gate.authority.owner(),
+        { ...MAIL, body: "changed" },
+        { version: 0, previewHash: request.previewHash },
+        "edit_refused",
+      );
+    }
+  });
+});
+
+describe("the desk refuses an edit carrying a registered secret, and never echoes it", () => {
+  const spellings = [
+    ["plain", `token ${SECRET}`],
+    ["URL-encoded", `token ${encodeURIComponent(SECRET).replaceAll("-", "%2D")}`],
+    ["JSON-escaped", `token ${SECRET.replace("-", "\\u002d")}`],
+    ["base64", `token ${Buffer.from(SECRET).toString("base64")}`],
+  ];
+  it.each(spellings)("%s → edit_refused", async (_, body) => {
+    const { gate, call } = fixture();
+    const { id, expect: seen } = await ask(gate, call);
+    const errors = await bothRefuse(gate, id, gate.authority.owner(), { ...MAIL, body }, seen, "edit_refused");
+    for (const e of errors) expect(JSON.stringify([e.message, e.details])).not.toContain(body.slice(6));
+    const events = JSON.stringify(await gate.journal.readAudit());
+    expect(events).not.toContain(SECRET);
+  });
+});
+
+describe("only an approver who may decide the request may edit it", () => {
+  it("a viewer, an approver scoped to other tools, tenants or a lower risk → approver_forbidden; a typed name → approver_invalid", async () => {
+    const { gate, call } = fixture();
+    const owner = gate.authority.owner();
+    await gate.authority.operators.add("vera", { role: "viewer" }, owner);
+    await gate.authority.operators.add("otto", { role: "approver", scope: { tools: ["other.*"] } }, owner);
+    await gate.authority.operators.add("tina", { role: "approver", scope: { tenants: ["t2"] } }, owner);
+    await gate.authority.operators.add("rita", { role: "approver", scope: { maxRisk: "medium" } }, owner);
+    const { id, expect: seen } = await ask(gate, call);
+    const input = { ...MAIL, to: ["ann@ok.test"] };
+    for (const name of ["vera", "otto", "tina", "rita"]) await bothRefuse(gate, id, await gate.authority.actingAs(name), input, seen, "approver_forbidden");
+    for (const by of ["owner", { ...owner }]) await bothRefuse(gate, id, by as never, input, seen, "approver_invalid");
+  });
+});
+
+describe("only a request still waiting can be edited", () => {
+  it("granted, denied or expired → refused, nothing written", async () => {
+    let now = Date.now();
+    const { gate, call } = fixture({ clock: () => now });
+    const owner = gate.authority.owner();
+    const input = { ...MAIL, to: ["ann@ok.test"] };
+    const granted = await ask(gate, call);
+    await gate.approvals.grant(granted.id, { by: owner });
+    await bothRefuse(gate, granted.id, owner, input, granted.expect, "approval_consumed");
+    const denied = await ask(gate, call, "desk.send_mail", { ...MAIL, subject: "other" });
+    await gate.approvals.deny(denied.id, { by: owner, reason: "no" });
+    await bothRefuse(gate, denied.id, owner, input, denied.expect, "approval_denied");
+    const late = await ask(gate, call, "desk.send_mail", { ...MAIL, subject: "late" });
+    now += 25 * 60 * 60_000;
+    await bothRefuse(gate, late.id, owner, { ...input, subject: "late" }, late.expect, "approval_expired");
+  });
+});
+
+describe("a stale view decides nothing", () => {
+  it("expect naming another version or preview hash, or missing → approval_invalid", async () => {
+    const { gate, call } = fixture();
+    const { id, expect: seen } = await ask(gate, call);
+    const input = { ...MAIL, to: ["ann@ok.test"] };
+    for (const stale of [
+      { version: 1, previewHash: seen.previewHash },
+      { version: 0, previewHash: "0".repeat(64) },
+      undefined,
+      { version: "0", previewHash: seen.previewHash },
+    ]) {
+      await bothRefuse(gate, id, gate.authority.owner(), input, stale, "approval_invalid");
+    }
+  });
+
+  it("once edited, a grant without expect, or naming version 0, is refused; naming the edit's version it is granted", async () => {
+    const { gate, call } = fixture({ profile: defineProfile({ name: "two", allow: ["desk:send"], maxRisk: "critical", twoPersonFrom: "high" }) });
+    const owner = gate.authority.owner();
+    await gate.authority.operators.add("alma", { role: "approver" }, owner);
+    const alma = await gate.authority.actingAs("alma");
+    const { id, expect: seen } = await ask(gate, call);
+    const shown = await gate.approvals.previewEdit(id, { by: alma, input: { ...MAIL, to: ["ann@ok.test"] }, expect: seen });
+    const first = await gate.approvals.grant(id, { by: alma, expect: seen, edit: { input: shown.input, previewHash: shown.previewHash } });
+    expect(first.status).toBe("needs_another");
+    const edited = (await gate.approvals.get(id))!;
+    const head = await gate.journal.head();
+    await refused(gate.approvals.grant(id, { by: owner }), "approval_invalid");
+    await refused(gate.approvals.grant(id, { by: owner, expect: seen }), "approval_invalid");
+    await unchanged(gate, head, edited);
+    const second = await gate.approvals.grant(id, { by: owner, expect: { version: 1, previewHash: shown.previewHash } });
+    expect(second.status).toBe("granted");
+  });
+
+  it("grant({ edit }) whose recomputed preview differs from what the human saw → approval_invalid, nothing written", async () => {
+    const { gate, call, state } = fixture();
+    const { id, expect: seen, request } = await ask(gate, call);
+    const input = { ...MAIL, to: ["ann@ok.test"] };
+    const shown = await gate.approvals.previewEdit(id, { by: gate.authority.owner(), input, expect: seen });
+    state.suffix = " (the state moved)";
+    const head = await gate.journal.head();
+    const error = await refused(
+      gate.approvals.grant(id, { by: gate.authority.owner(), expect: seen, edit: { input, previewHash: shown.previewHash } }),
+      "approval_invalid",
+    );
+    expect(error.message).toContain("changed while you looked");
+    await unchanged(gate, head, request);
+  });
+});
+
+describe("previews of edits are bounded per request and approver", () => {
+  it(`the 21st previewEdit by one approver is rate_limited; another approver may still preview`, async () => {
+    const { gate, call, state } = fixture();
+    const owner = gate.authority.owner();
+    await gate.authority.operators.add("alma", { role: "approver" }, owner);
+    const { id, expect: seen } = await ask(gate, call);
+    const input = { ...MAIL, to: ["ann@ok.test"] };
+    for (let i = 0; i < 20; i++) await gate.approvals.previewEdit(id, { by: owner, input, expect: seen });
+    const ran = state.previews;
+    await refused(gate.approvals.previewEdit(id, { by: owner, input, expect: seen }), "rate_limited");
+    expect(state.previews).toBe(ran);
+    await gate.approvals.previewEdit(id, { by: await gate.authority.actingAs("alma"), input, expect: seen });
+    expect(state.previews).toBe(ran + 1);
+  });
+});
+
+describe("an accepted edit", () => {
+  it("previewEdit recomputes the preview as the principal, names the changes and writes nothing", async () => {
+    const { gate, call } = fixture();
+    const { id, expect: seen, request } = await ask(gate, call);
+    const head = await gate.journal.head();
+    const shown = await gate.approvals.previewEdit(id, {
+      by: gate.authority.owner(),
+      input: { ...MAIL, to: ["ann@ok.test"], cc: ["bo@ok.test"] },
+      expect: seen,
+    });
+    expect(shown).toMatchObject({
+      requestId: id,
+      version: 0,
+      input: { ...MAIL, to: ["ann@ok.test"], cc: ["bo@ok.test"] },
+      target: "ann@ok.test",
+      changes: [
+        { path: "/cc", after: ["bo@ok.test"] },
+        { path: "/to", before: ["ann@ok.test", "typo@ok.test"], after: ["ann@ok.test"] },
+      ],
+      findings: [],
+    });
+    expect(shown.preview.summary).toBe('Send "Hi" to 1 recipient(s)');
+    expect(shown.previewHash).not.toBe(request.previewHash);
+    await unchanged(gate, head, request);
+  });
+
+  it("grant({ edit, expect }) stores version 1, the approver, the changes and both hashes, and writes approval.edited", async () => {
+    const { gate, call } = fixture();
+    const owner = gate.authority.owner();
+    const { id, expect: seen, request } = await ask(gate, call);
+    const shown = await gate.approvals.previewEdit(id, { by: owner, input: { ...MAIL, to: ["ann@ok.test"] }, expect: seen });
+    const decided = await gate.approvals.grant(id, { by: owner, expect: seen, edit: { input: shown.input, previewHash: shown.previewHash } });
+    expect(decided.status).toBe("granted");
+    const after = (await gate.approvals.get(id))!;
+    expect(after.edit).toMatchObject({
+      version: 1,
+      input: shown.input,
+      inputHash: shown.inputHash,
+      previewHash: shown.previewHash,
+      fromInputHash: request.inputHash,
+      by: "owner",
+      via: "owner",
+      changes: shown.changes,
+    });
+    expect(after.approvals).toEqual([expect.objectContaining({ by: "owner", version: 1 })]);
+    const types = (await gate.journal.readAudit()).map((e) => e.type);
+    expect(types.slice(-2)).toEqual(["approval.edited", "approval.granted"]);
+  });
+
+  it("two-person: an approval of version 0 stops counting after another approver's edit; the editor counts once per version", async () => {
+    const { gate, call } = fixture({ profile: defineProfile({ name: "two", allow: ["desk:send"], maxRisk: "critical", twoPersonFrom: "high" }) });
+    const owner = gate.authority.owner();
+    for (const name of ["ada", "bob"]) await gate.authority.operators.add(name, { role: "approver" }, owner);
+    const [ada, bob] = [await gate.authority.actingAs("ada"), await gate.authority.actingAs("bob")];
+    const { id, expect: seen } = await ask(gate, call);
+    expect((await gate.approvals.grant(id, { by: ada, expect: seen })).status).toBe("needs_another");
+    const shown = await gate.approvals.previewEdit(id, { by: bob, input: { ...MAIL, to: ["ann@ok.test"] }, expect: seen });
+    const edited = await gate.approvals.grant(id, { by: bob, expect: seen, edit: { input: shown.input, previewHash: shown.previewHash } });
+    expect(edited.status).toBe("needs_another");
+    const v1 = { version: 1, previewHash: shown.previewHash };
+    await refused(gate.approvals.grant(id, { by: bob, expect: v1 }), "approval_invalid");
+    expect((await gate.approvals.get(id))!.status).toBe("pending");
+    expect((await gate.approvals.grant(id, { by: ada, expect: v1 })).status).toBe("granted");
+  });
+});
