@@ -130,7 +130,20 @@ function decodable(e: OutboxEntry): boolean {
     Number.isSafeInteger(e.attempts) &&
     e.attempts >= 0 &&
     str(e.updatedAt) &&
-    (e.grantId === undefined || str(e.grantId))
+    (e.grantId === undefined || str(e.grantId)) &&
+    (e.edited === undefined || editedDecodable(e.edited))
+  );
+}
+
+/** An intent's `edited` as the schema's EditedIntent takes it: the request, the input hash as asked and the changes by path. */
+function editedDecodable(edited: unknown): boolean {
+  if (typeof edited !== "object" || edited === null) return false;
+  const { requestId, askedInputHash, changes } = edited as { requestId?: unknown; askedInputHash?: unknown; changes?: unknown };
+  return (
+    str(requestId) &&
+    str(askedInputHash) &&
+    Array.isArray(changes) &&
+    changes.every((c: unknown) => typeof c === "object" && c !== null && str((c as { path?: unknown }).path))
   );
 }
 
@@ -157,6 +170,7 @@ function asDecoded(e: OutboxEntry): OutboxEntry {
     idempotent: e.idempotent,
   };
   if (e.target !== undefined) out.target = e.target;
+  if (e.edited !== undefined) out.edited = deepFreeze(JSON.parse(JSON.stringify(e.edited))) as OutboxEntry["edited"];
   out.intentHash = e.intentHash;
   out.at = e.at;
   out.state = e.state;
