@@ -10,6 +10,7 @@ import type { Journal } from "../journal/types.js";
 import type { JournalUnderTest } from "./describe-journal.js";
 import { itRefusesTamperedRecords } from "./describe-records.js";
 import { itRefusesTamperedLimits } from "./describe-limits.js";
+import { itRefusesTamperedEdits } from "./describe-edit-tampering.js";
 import { at, checkFor, sampleIntent, sampleRequest, settleUnknown, withJournalFrom } from "./journal-samples.js";
 
 /**
@@ -68,6 +69,7 @@ export function describeJournalTampering(name: string, open: () => Promise<Tampe
   describe(`journal ${name}: stored rows carry their own proof`, () => {
     itRefusesTamperedRecords(withJournal);
     itRefusesTamperedLimits(withJournal);
+    itRefusesTamperedEdits(withJournal);
 
     it(
       "refuses a pending request set to granted with a token hash of the attacker's choosing",
