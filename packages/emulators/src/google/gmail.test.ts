@@ -95,7 +95,8 @@ describe("google emulator: Gmail v1 through @googleapis/gmail", () => {
       cc: ["bo@example.test"],
       bcc: ["cy@example.test"],
       subject: "Élan",
-      text: "Hello there",
+      // As mail software reads it (postal-mime): the unterminated last line is a line.
+      text: "Hello there\n",
     });
     await expect(mail.users.messages.send({ userId: "me", requestBody: { raw: rawMessage({ Subject: "nobody" }, "x") } })).rejects.toSatisfy(
       (e) => statusOf(e) === 400,

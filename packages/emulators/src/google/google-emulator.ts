@@ -222,13 +222,15 @@ export async function startGoogleEmulator(options: StartGoogleEmulatorOptions = 
 
     let answer;
     try {
-      answer = route.handle({
+      const request = {
         url,
         params: match.slice(1).map((p) => decodeURIComponent(p)),
         body: verb === "GET" || verb === "DELETE" ? {} : parseJsonBody(body),
         headers: req.headers,
         scopes: verdict.scopes,
-      });
+      };
+      await route.prepare?.(request);
+      answer = route.handle(request);
     } catch (error) {
       if (error instanceof ApiError) return fail(id, error);
       return fail(id, new ApiError(500, "backendError", "Backend Error"));

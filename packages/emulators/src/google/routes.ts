@@ -24,6 +24,8 @@ export interface Route {
   readonly verb: "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
   readonly pattern: RegExp;
   readonly id: GoogleMethodId;
+  /** Work that cannot be synchronous (parsing a message's MIME), done before `handle`; no effect. */
+  prepare?(request: RouteRequest): Promise<void>;
   handle(request: RouteRequest): RouteResponse;
 }
 

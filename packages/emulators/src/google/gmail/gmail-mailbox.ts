@@ -4,7 +4,7 @@ import { ApiError, badRequest, notFound } from "../http.js";
 import type { GmailFixture, GmailMessageSeed, SentMessage } from "./gmail-fixture.js";
 import { formatMessage, metadataOnly, type StoredMessage } from "./gmail-message-format.js";
 import { labelKey, searchMessages } from "./gmail-query.js";
-import { composeMime, decodeWords, headerValue, leavesOf, parseMime, plainTextOf, recipientsIn } from "./mime.js";
+import { composeMime, parseMessage, rawKey, type ParsedMessage } from "./mime.js";
 
 const SYSTEM_LABELS = [
   "INBOX",
@@ -37,6 +37,10 @@ export class Mailbox {
   private draftCounter = 1;
   private labelCounter = 1;
   private history = 1000;
+  /** Every message's parse, by `rawKey`: a parse fails with the reason. */
+  private readonly parsed = new Map<string, ParsedMessage | Error>();
+  /** Parses of seeded messages under way. */
+  private readonly seeding: Promise<ParsedMessage | Error>[] = [];
 
   constructor(
     fixture: GmailFixture,
@@ -86,9 +90,48 @@ export class Mailbox {
           ...(seed.headers ? { headers: seed.headers } : {}),
           ...(seed.attachments ? { attachments: seed.attachments } : {}),
         });
+    this.seeding.push(this.parse(raw));
     const id = seed.id ?? this.nextId();
     const message = this.store(raw, { id, threadId: seed.threadId ?? id, labelIds: seed.labelIds ?? ["INBOX", "UNREAD"], internalDate: date.getTime() });
     return message.id;
+  }
+
+  /**
+   * Parse (asynchronously) every message a request carries and every seeded message, so that the
+   * route, which answers synchronously, finds them parsed. No effect.
+   */
+  async prepare(body: unknown): Promise<void> {
+    const failed = (await Promise.all(this.seeding.splice(0))).find((p) => p instanceof Error);
+    if (failed) throw new Error(`a seeded message does not parse: ${failed.message}`);
+    const request = isRecord(body) ? body : {};
+    for (const candidate of [request["raw"], isRecord(request["message"]) ? request["message"]["raw"] : undefined]) {
+      if (typeof candidate !== "string" || candidate === "") continue;
+      let raw: Buffer;
+      try {
+        raw = decodeRaw(candidate);
+      } catch {
+        continue; // the route answers the bad request
+      }
+      await this.parse(raw);
+    }
+  }
+
+  private async parse(raw: Buffer): Promise<ParsedMessage | Error> {
+    const key = rawKey(raw);
+    let parsed = this.parsed.get(key);
+    if (parsed === undefined) {
+      parsed = await parseMessage(raw).catch((cause: unknown) => (cause instanceof Error ? cause : new Error(String(cause))));
+      this.parsed.set(key, parsed);
+    }
+    return parsed;
+  }
+
+  /** The parse of a message `prepare` saw; Gmail's 400 for one that does not parse. */
+  private parsedOf(raw: Buffer): ParsedMessage {
+    const found = this.parsed.get(rawKey(raw));
+    if (found === undefined) throw new Error("the emulator handled a message it had not parsed (a route without prepare?)");
+    if (found instanceof Error) throw badRequest("Invalid message: the MIME structure does not parse", "invalidArgument");
+    return found;
   }
 
   // ---------- messages ----------
@@ -107,10 +150,8 @@ export class Mailbox {
   send(body: unknown, viaDraft = false, existing?: StoredMessage): gmail_v1.Schema$Message {
     const request = isRecord(body) ? (body as gmail_v1.Schema$Message) : {};
     const raw = decodeRaw(request.raw);
-    const mime = parseMime(raw);
-    const to = recipientsIn(mime.headers, "to");
-    const cc = recipientsIn(mime.headers, "cc");
-    const bcc = recipientsIn(mime.headers, "bcc");
+    const mime = this.parsedOf(raw);
+    const { to, cc, bcc } = mime;
     if (to.length + cc.length + bcc.length === 0) throw badRequest("Recipient address required", "invalidArgument");
     let threadId: string;
     if (typeof request.threadId === "string" && request.threadId !== "") {
@@ -120,7 +161,6 @@ export class Mailbox {
     let stored: StoredMessage;
     if (existing) {
       existing.raw = raw;
-      existing.mime = mime;
       existing.labelIds = new Set(["SENT"]);
       existing.internalDate = this.clock();
       existing.historyId = ++this.history;
@@ -134,14 +174,12 @@ export class Mailbox {
       id: stored.id,
       threadId: stored.threadId,
       from: this.address,
-      to,
-      cc,
-      bcc,
-      subject: decodeWords(headerValue(mime.headers, "subject") ?? ""),
-      text: plainTextOf(mime),
-      attachments: leavesOf(mime)
-        .filter((p) => p.filename !== "")
-        .map((p) => ({ filename: p.filename, mimeType: p.mimeType, size: p.body.length })),
+      to: [...to],
+      cc: [...cc],
+      bcc: [...bcc],
+      subject: mime.subject,
+      text: mime.text,
+      attachments: mime.attachments,
       headers: mime.headers,
       viaDraft,
     });
@@ -185,6 +223,7 @@ export class Mailbox {
   createDraft(body: unknown): gmail_v1.Schema$Draft {
     const request = (isRecord(body) ? body : {}) as gmail_v1.Schema$Draft;
     const raw = decodeRaw(request.message?.raw);
+    this.parsedOf(raw);
     const id = this.nextId();
     const threadId = request.message?.threadId;
     if (threadId && !this.hasThread(threadId)) throw notFound();
@@ -263,13 +302,19 @@ export class Mailbox {
 
   private store(raw: Buffer, fields: { id: string; threadId: string; labelIds: readonly string[]; internalDate: number }): StoredMessage {
     if (this.messages.has(fields.id)) throw new Error(`duplicate message id ${fields.id}`);
+    const parsedOf = (bytes: Buffer): ParsedMessage => this.parsedOf(bytes);
+    let memo: { raw: Buffer; mime: ParsedMessage } | undefined;
     const stored: StoredMessage = {
       id: fields.id,
       threadId: fields.threadId,
       labelIds: new Set(fields.labelIds),
       internalDate: fields.internalDate,
       raw,
-      mime: parseMime(raw),
+      // Read when a route answers, by then `prepare` has parsed it; follows `raw` when a draft is sent with new bytes.
+      get mime(): ParsedMessage {
+        if (memo?.raw !== this.raw) memo = { raw: this.raw, mime: parsedOf(this.raw) };
+        return memo.mime;
+      },
       historyId: ++this.history,
     };
     this.messages.set(stored.id, stored);

@@ -5,7 +5,7 @@
 import type { gmail_v1 } from "@googleapis/gmail";
 import { ApiError, badRequest } from "../http.js";
 import { GMAIL_METADATA_SCOPE } from "../scopes.js";
-import { decodeWords, plainTextOf, type MimePart } from "./mime.js";
+import { decodeWords, type MimePart, type ParsedMessage } from "./mime.js";
 
 /** @internal one message of a mailbox. */
 export interface StoredMessage {
@@ -14,7 +14,8 @@ export interface StoredMessage {
   labelIds: Set<string>;
   internalDate: number;
   raw: Buffer;
-  mime: MimePart;
+  /** The parse of `raw` (see `Mailbox.prepare`). */
+  readonly mime: ParsedMessage;
   historyId: number;
 }
 
@@ -35,7 +36,7 @@ export function formatMessage(m: StoredMessage, params: URLSearchParams, scopes:
     id: m.id,
     threadId: m.threadId,
     labelIds: [...m.labelIds],
-    snippet: plainTextOf(m.mime).replace(/\s+/g, " ").trim().slice(0, 200),
+    snippet: m.mime.text.replace(/\s+/g, " ").trim().slice(0, 200),
     sizeEstimate: m.raw.length,
     historyId: String(m.historyId),
     internalDate: String(m.internalDate),

@@ -1,7 +1,7 @@
 /** Gmail's search syntax, parsed, and whether a stored message matches a term of it. */
 import { badRequest } from "../http.js";
 import type { StoredMessage } from "./gmail-message-format.js";
-import { decodeWords, headerValue, leavesOf, plainTextOf } from "./mime.js";
+import { decodeWords, headerValue, leavesOf } from "./mime.js";
 
 /** One term of a Gmail search query. */
 export interface QueryTerm {
@@ -77,7 +77,7 @@ export function messageMatches(m: StoredMessage, term: QueryTerm, labelName: (id
     case "has":
       return v === "attachment" ? leavesOf(m.mime).some((p) => p.filename !== "") : false;
     default: {
-      const haystack = [header("subject"), header("from"), header("to"), plainTextOf(m.mime).toLowerCase()].join("\n");
+      const haystack = [header("subject"), header("from"), header("to"), m.mime.text.toLowerCase()].join("\n");
       return haystack.includes(v);
     }
   }

@@ -22,7 +22,9 @@ export function gmailRoutes(current: () => Mailbox): Route[] {
     return { items: slice, ...(offset + size < items.length ? { nextPageToken: pageTokenOf(offset + size) } : {}) };
   };
 
-  return [
+  // Every route first has the mailbox parse the messages it will read or store (MIME parsing is asynchronous).
+  const prepare = (r: RouteRequest): Promise<void> => current().prepare(r.body);
+  const routes: Route[] = [
     {
       verb: "GET",
       pattern: base("/messages"),
@@ -116,4 +118,5 @@ export function gmailRoutes(current: () => Mailbox): Route[] {
       handle: (r) => (user(r), ok(current().createLabel(r.body) satisfies gmail_v1.Schema$Label)),
     },
   ];
+  return routes.map((route) => ({ ...route, prepare }));
 }

@@ -1,5 +1,12 @@
-import { randomBytes } from "node:crypto";
-import { addressParser } from "postal-mime";
+/**
+ * A message as Gmail reads it, through `postal-mime` (what mail software parses): its part tree
+ * (for `format=full`), who it is delivered to, its subject, text and attachments. Parsing is
+ * asynchronous: the mailbox parses a message before a route handles it (see `Mailbox.prepare`).
+ */
+import { createHash, randomBytes } from "node:crypto";
+import PostalMime, { decodeWords, type Address } from "postal-mime";
+
+export { decodeWords };
 
 /** One node of a parsed RFC 2822 / MIME message. */
 export interface MimePart {
@@ -7,52 +14,71 @@ export interface MimePart {
   readonly headers: readonly (readonly [string, string])[];
   /** Lower-case `type/subtype`; `text/plain` when absent. */
   readonly mimeType: string;
-  readonly params: Readonly<Record<string, string>>;
   /** The decoded body of a leaf (empty for multiparts). */
   readonly body: Buffer;
   readonly parts: readonly MimePart[];
   readonly filename: string;
 }
 
-/** Parse a message. Lenient where real mail is (LF line ends, missing headers); never throws on content. */
-export function parseMime(raw: Buffer, depth = 0): MimePart {
-  const text = raw.toString("latin1");
-  const split = /\r?\n\r?\n/.exec(text);
-  const headerText = split ? text.slice(0, split.index) : text;
-  const bodyBytes = split ? raw.subarray(split.index + split[0].length) : Buffer.alloc(0);
-  const headers = parseHeaders(headerText);
-  const [mimeType, params] = parseContentType(headerValue(headers, "content-type") ?? "text/plain");
-  const disposition = headerValue(headers, "content-disposition");
-  const filename = decodeWords(paramOf(disposition ?? "", "filename") ?? params["name"] ?? "");
-  if (mimeType.startsWith("multipart/") && params["boundary"] && depth < 16) {
-    return {
-      headers,
-      mimeType,
-      params,
-      body: Buffer.alloc(0),
-      parts: splitMultipart(bodyBytes, params["boundary"]).map((p) => parseMime(p, depth + 1)),
-      filename,
-    };
-  }
-  const encoding = (headerValue(headers, "content-transfer-encoding") ?? "7bit").trim().toLowerCase();
-  return { headers, mimeType, params, body: decodeTransfer(bodyBytes, encoding), parts: [], filename };
+/** A whole message: its root part, and what a reader sees in it. */
+export interface ParsedMessage extends MimePart {
+  /** Every address of every To, Cc and Bcc header, groups flattened, lower-cased: what a mail system delivers to. */
+  readonly to: readonly string[];
+  readonly cc: readonly string[];
+  readonly bcc: readonly string[];
+  /** Decoded. */
+  readonly subject: string;
+  /** The text body: text/plain, else the HTML's text. */
+  readonly text: string;
+  readonly attachments: readonly { readonly filename: string; readonly mimeType: string; readonly size: number }[];
 }
 
-function parseHeaders(text: string): [string, string][] {
-  const out: [string, string][] = [];
-  for (const line of text.split(/\r?\n/)) {
-    if (/^[ \t]/.test(line) && out.length > 0) {
-      const last = out[out.length - 1]!;
-      last[1] = `${last[1]} ${line.trim()}`;
-      continue;
-    }
-    const colon = line.indexOf(":");
-    if (colon <= 0) continue;
-    // Header bytes are taken as UTF-8 (RFC 6532) when they are.
-    const value = Buffer.from(line.slice(colon + 1).trim(), "latin1").toString("utf8");
-    out.push([line.slice(0, colon).trim(), value]);
-  }
-  return out;
+/** The part tree `postal-mime` 4.0 builds while parsing (not in its typings; the version is pinned and a test reads a tree). */
+interface ParserNode {
+  readonly headers: readonly { readonly originalKey: string; readonly value: string }[];
+  readonly contentType: { readonly parsed: { readonly value: string; readonly params: Readonly<Record<string, string>> } };
+  readonly contentDisposition: { readonly parsed: { readonly params: Readonly<Record<string, string>> } };
+  readonly content: ArrayBuffer | null;
+  readonly childNodes: readonly ParserNode[];
+}
+
+/** Parse a message as mail software does; rejects only what `postal-mime` refuses (nesting past 64 parts deep, 2 MiB of headers). */
+export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
+  const parser = new PostalMime({ maxNestingDepth: 64, attachmentEncoding: "arraybuffer" });
+  const email = await parser.parse(raw);
+  const root = (parser as unknown as { root?: ParserNode }).root;
+  if (!root || !Array.isArray(root.childNodes)) throw new Error("postal-mime no longer keeps its part tree where 4.0 did");
+  const addresses = (list: readonly Address[] | undefined): string[] =>
+    (list ?? [])
+      .flatMap((a) => (a.group ? a.group : [a]))
+      .map((m) => (m.address ?? "").toLowerCase())
+      .filter((a) => a !== "");
+  return {
+    ...partOf(root),
+    to: addresses(email.to),
+    cc: addresses(email.cc),
+    bcc: addresses(email.bcc),
+    subject: email.subject ?? "",
+    text: email.text ?? "",
+    attachments: email.attachments.map((a) => ({ filename: a.filename ?? "", mimeType: a.mimeType, size: (a.content as ArrayBuffer).byteLength })),
+  };
+}
+
+function partOf(node: ParserNode): MimePart {
+  const params = node.contentDisposition.parsed.params;
+  const name = params["filename"] || node.contentType.parsed.params["name"] || "";
+  return {
+    headers: node.headers.map((h) => [h.originalKey, h.value] as const),
+    mimeType: node.contentType.parsed.value || "text/plain",
+    body: node.content ? Buffer.from(node.content) : Buffer.alloc(0),
+    parts: node.childNodes.map(partOf),
+    filename: decodeWords(name),
+  };
+}
+
+/** A key for a message's bytes, to find its parse again. */
+export function rawKey(raw: Buffer): string {
+  return createHash("sha256").update(raw).digest("hex");
 }
 
 export function headerValue(headers: readonly (readonly [string, string])[], name: string): string | undefined {
@@ -60,100 +86,9 @@ export function headerValue(headers: readonly (readonly [string, string])[], nam
   return headers.find(([n]) => n.toLowerCase() === lower)?.[1];
 }
 
-function parseContentType(value: string): [string, Record<string, string>] {
-  const [type = "text/plain", ...rest] = value.split(";");
-  const params: Record<string, string> = {};
-  for (const piece of rest) {
-    const eq = piece.indexOf("=");
-    if (eq <= 0) continue;
-    params[piece.slice(0, eq).trim().toLowerCase()] = piece
-      .slice(eq + 1)
-      .trim()
-      .replace(/^"(.*)"$/, "$1");
-  }
-  return [type.trim().toLowerCase() || "text/plain", params];
-}
-
-function paramOf(value: string, name: string): string | undefined {
-  return parseContentType(`x/x;${value.split(";").slice(1).join(";")}`)[1][name];
-}
-
-function splitMultipart(body: Buffer, boundary: string): Buffer[] {
-  const text = body.toString("latin1");
-  const delimiter = `--${boundary}`;
-  const pieces = text.split(new RegExp(`(?:^|\\r?\\n)${escapeRegExp(delimiter)}`));
-  const parts: Buffer[] = [];
-  for (const piece of pieces.slice(1)) {
-    if (piece.startsWith("--")) break;
-    parts.push(Buffer.from(piece.replace(/^[ \t]*\r?\n/, ""), "latin1"));
-  }
-  return parts;
-}
-
-function decodeTransfer(body: Buffer, encoding: string): Buffer {
-  if (encoding === "base64") return Buffer.from(body.toString("latin1").replace(/[^A-Za-z0-9+/=]/g, ""), "base64");
-  if (encoding === "quoted-printable") {
-    const text = body.toString("latin1").replace(/=\r?\n/g, "");
-    return Buffer.from(
-      text.replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
-      "latin1",
-    );
-  }
-  return body;
-}
-
-/** Decode RFC 2047 encoded words (`=?UTF-8?B?…?=`, `=?UTF-8?Q?…?=`). */
-export function decodeWords(value: string): string {
-  return value
-    .replace(/(=\?[^?]+\?[bBqQ]\?[^?]*\?=)\s+(?==\?)/g, "$1")
-    .replace(/=\?([^?]+)\?([bBqQ])\?([^?]*)\?=/g, (_, charset: string, kind: string, text: string) => {
-      const bytes =
-        kind.toUpperCase() === "B"
-          ? Buffer.from(text, "base64")
-          : Buffer.from(
-              text.replace(/_/g, " ").replace(/=([0-9A-Fa-f]{2})/g, (__, hex: string) => String.fromCharCode(parseInt(hex, 16))),
-              "latin1",
-            );
-      return /^utf-?8$/i.test(charset) ? bytes.toString("utf8") : bytes.toString("latin1");
-    });
-}
-
-/** The text of a leaf, decoded from its charset (UTF-8 and Latin-1 understood). */
-export function textOf(part: MimePart): string {
-  const charset = (part.params["charset"] ?? "utf-8").toLowerCase();
-  return charset === "iso-8859-1" || charset === "latin1" || charset === "us-ascii" ? part.body.toString("latin1") : part.body.toString("utf8");
-}
-
 /** Every leaf, depth first. */
 export function leavesOf(part: MimePart): MimePart[] {
   return part.parts.length === 0 ? [part] : part.parts.flatMap(leavesOf);
-}
-
-/** The text body: the text/plain leaf, or the text/html one with its tags removed; attachments are not read. */
-export function plainTextOf(mime: MimePart): string {
-  const leaves = leavesOf(mime).filter((p) => p.filename === "");
-  const plain = leaves.find((p) => p.mimeType === "text/plain");
-  if (plain) return textOf(plain);
-  const html = leaves.find((p) => p.mimeType === "text/html");
-  return html ? textOf(html).replace(/<[^>]*>/g, " ") : "";
-}
-
-/**
- * Every address in every header called `name` (To, Cc, Bcc may each occur more than once on the
- * wire), groups flattened, lower-cased: what a mail system delivers to. Read by a maintained
- * address parser (the one `postal-mime` uses), which decodes encoded words the way mail software does.
- */
-export function recipientsIn(headers: readonly (readonly [string, string])[], name: string): string[] {
-  const lower = name.toLowerCase();
-  return headers
-    .filter(([n]) => n.toLowerCase() === lower)
-    .flatMap(([, value]) => addressParser(value, { flatten: true }))
-    .map((entry) => (entry.address ?? "").toLowerCase())
-    .filter((address) => address !== "");
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 /** What a fixture gives to build a message. */
