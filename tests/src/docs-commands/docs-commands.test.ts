@@ -24,6 +24,8 @@ const NOT_RUN: Record<string, string> = {
     "needs a witness on another disk named in the composition file (packages/cli's witness tests run it)",
   'docs/operating.md: npx toolgate outbox resolve KEY --applied --note "checked the sent folder"':
     "needs an entry a crash left unknown, named by its key (packages/cli and tests/src/console resolve real ones)",
+  "docs/operating.md: npx toolgate approvals show apr_…                              # editable fields, the input as asked":
+    "needs a pending request whose tool lets an approver edit it; the shipped composition's only such call without a connection is repo.check, whose one field has one value (packages/cli's approvals-edit tests run these commands against a real journal)",
   "docs/operating.md: npx toolgate connections connect google --default":
     "needs a person at a browser and a provider's OAuth client (tests/src/connect runs the flow against the emulators in Chromium)",
 };
