@@ -306,6 +306,8 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
       ...(d.requiredConsent === undefined ? {} : { requiredConsent: d.requiredConsent }),
       ...(d.target === undefined ? {} : { target: d.target }),
       runtimeIsolation: isolation,
+      // The server's input schema is someone else's: an approver approves or denies its calls as asked, never edits them.
+      edits: false,
       untrustedOutput: true,
       describeResult: (output) => `${output.content.length} content block(s)`,
       handler: (args, ctx) => callRemote(name, id, args, ctx, timeoutMs, maxOutputBytes),

@@ -256,6 +256,8 @@ export function buildFamily(options: StartToolProcessOptions, sandbox: ResolvedS
     manifests.push(
       defineTool({
         ...common,
+        // The process's input schema is its own: an approver approves or denies its calls as asked, never edits them.
+        edits: false,
         // The gate hands a predicate the call's identity: an escalation counts only for the caller it was raised for.
         // (Optional here only so an older core, which passed the input alone, still type-checks; without it nothing matches.)
         approval: (value: unknown, call?: EffectIdentity) => {

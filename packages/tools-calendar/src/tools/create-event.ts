@@ -45,6 +45,8 @@ export function createEventTool(config: CalendarConfig) {
     effect: "write",
     requiredAllowlist: ["calendar:write"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/summary", "/description", "/location", "/start", "/end", "/attendees", "/notifyAttendees"] },
     approval: "always",
     preview: (input) => ({
       summary: `Create ${JSON.stringify(input.summary)} on ${input.calendarId}: ${describeTime(input.start)} → ${describeTime(input.end)}${input.attendees.length > 0 ? `, inviting ${input.attendees.length}` : ""}`,

@@ -20,6 +20,8 @@ export function deleteEventTool(config: CalendarConfig) {
     effect: "destructive",
     requiredAllowlist: ["calendar:write"],
     risk: "high",
+    // An approver approves or denies this call as asked; nothing in it is edited.
+    edits: false,
     approval: "always",
     preview: async (input, ctx) => {
       const cal = await calendarClient(config, ctx.connector);

@@ -58,6 +58,8 @@ export function updateEventTool(config: CalendarConfig) {
     effect: "write",
     requiredAllowlist: ["calendar:write"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/changes", "/notifyAttendees"] },
     approval: "always",
     preview: async (input, ctx) => {
       const cal = await calendarClient(config, ctx.connector);

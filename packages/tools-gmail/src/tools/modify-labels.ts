@@ -27,6 +27,8 @@ export function modifyLabelsTool(config: GmailConfig) {
     effect: "write",
     requiredAllowlist: ["gmail:modify"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/addLabelIds", "/removeLabelIds"] },
     approval: "always",
     preview: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);

@@ -53,6 +53,8 @@ export function sendDraftTool(config: GmailConfig) {
     effect: "write",
     requiredAllowlist: ["gmail:send"],
     risk: "high",
+    // An approver approves or denies this call as asked; nothing in it is edited.
+    edits: false,
     approval: "always",
     preview: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);

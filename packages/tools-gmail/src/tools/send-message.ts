@@ -19,6 +19,8 @@ export function sendMessageTool(config: GmailConfig) {
     effect: "write",
     requiredAllowlist: ["gmail:send"],
     risk: "high",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/to", "/cc", "/bcc", "/subject", "/body"] },
     approval: "always",
     // Read back from the composed bytes; the plan fixes them, and the send carries exactly those bytes.
     preview: (input) => composePreview(config, input),

@@ -19,6 +19,8 @@ export function trashMessageTool(config: GmailConfig) {
     effect: "write",
     requiredAllowlist: ["gmail:modify"],
     risk: "medium",
+    // An approver approves or denies this call as asked; nothing in it is edited.
+    edits: false,
     approval: "always",
     preview: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);

@@ -21,6 +21,8 @@ export function createAddCommentTool(settings: NotionSettings) {
     effect: "write",
     requiredAllowlist: ["notion:comment"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/text"] },
     approval: "always",
     preview: (input) => ({
       summary: "pageId" in input ? `Comment on Notion page ${input.pageId}` : `Reply in Notion discussion ${input.discussionId}`,

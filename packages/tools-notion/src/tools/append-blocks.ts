@@ -23,6 +23,8 @@ export function createAppendBlocksTool(settings: NotionSettings) {
     effect: "write",
     requiredAllowlist: ["notion:write"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/markdown"] },
     approval: "always",
     preview: (input) => ({ summary: `Append content to Notion page ${input.pageId}`, details: { pageId: input.pageId }, body: input.markdown }),
     idempotent: false,

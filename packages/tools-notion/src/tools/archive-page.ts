@@ -18,6 +18,8 @@ export function createArchivePageTool(settings: NotionSettings) {
     effect: "destructive",
     requiredAllowlist: ["notion:write"],
     risk: "high",
+    // An approver approves or denies this call as asked; nothing in it is edited.
+    edits: false,
     approval: "always",
     preview: (input) => ({ summary: `Move Notion page ${input.pageId} and everything under it to the trash`, details: { pageId: input.pageId } }),
     idempotent: true,

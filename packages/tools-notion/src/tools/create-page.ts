@@ -38,6 +38,8 @@ export function createCreatePageTool(settings: NotionSettings) {
     effect: "write",
     requiredAllowlist: ["notion:write"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/title", "/properties", "/markdown"] },
     approval: "always",
     preview: (input) => ({
       summary: `Create Notion page ${JSON.stringify(input.title)} in database ${"databaseId" in input.parent ? input.parent.databaseId : input.parent.dataSourceId}`,

@@ -25,6 +25,8 @@ export function createUpdatePagePropertiesTool(settings: NotionSettings) {
     effect: "write",
     requiredAllowlist: ["notion:write"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/properties"] },
     approval: "always",
     preview: (input) => ({
       summary: `Set ${Object.keys(input.properties).join(", ")} on Notion page ${input.pageId}`,

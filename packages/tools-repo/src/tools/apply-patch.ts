@@ -47,6 +47,8 @@ export function applyPatchTool(rt: RepoRuntime) {
     effect: "write",
     requiredAllowlist: ["repo:write"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/patch"] },
     approval: "always",
     preview: async (input, ctx): Promise<ApprovalPreview> => {
       const planned = await plan(input.patch, ctx.signal);

@@ -27,6 +27,8 @@ export function checkTool(checks: CheckRunner) {
     requiredAllowlist: ["repo:check", "verifier:command"],
     // The repository's own code runs: high where nothing contains it.
     risk: checks.containment === "contained" ? "medium" : "high",
+    // An approver approves or denies this call as asked; nothing in it is edited.
+    edits: false,
     approval: (input) => checks.needsApproval(input.check),
     preview: (input): ApprovalPreview => {
       const { argv, writes } = checks.describe(input.check);

@@ -82,6 +82,8 @@ export function commitTool(rt: RepoRuntime) {
     effect: "write",
     requiredAllowlist: ["repo:commit"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/message"] },
     approval: "always",
     preview: async (input, ctx): Promise<ApprovalPreview> => {
       const { changes } = await plan(input, ctx.signal);

@@ -28,6 +28,8 @@ export function writeFileTool(rt: RepoRuntime) {
     effect: "write",
     requiredAllowlist: ["repo:write"],
     risk: "medium",
+    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
+    edits: { fields: ["/content"] },
     approval: "always",
     preview: async (input, ctx): Promise<ApprovalPreview> => {
       const { file, before, bytes } = await plan(input, ctx.signal);
