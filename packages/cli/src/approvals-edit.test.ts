@@ -170,28 +170,50 @@ describe("approvals approve --input --preview-hash: the edited call runs once", 
   });
 });
 
-describe("approvals approve --input on a terminal", () => {
-  /** The CLI in this process, with a person answering `answer` at the terminal. */
-  async function withAnswer(answer: string, ...args: string[]): Promise<{ code: number; out: string; asked: string[] }> {
-    const { run } = await import("./program.js");
-    const out: string[] = [];
-    const asked: string[] = [];
-    const ask = (question: string) => (asked.push(question), Promise.resolve(answer));
-    const code = await run(args, { io: { out: (t) => out.push(t), err: (t) => out.push(t), interactive: true, ask }, cwd: dir });
-    return { code, out: out.join("\n"), asked };
-  }
+/** The CLI in this process (its sources, for the mutation check); `answer`: a person answering at a terminal. */
+async function inProcess(answer: string | undefined, ...args: string[]): Promise<{ code: number; out: string; asked: string[] }> {
+  const { run } = await import("./program.js");
+  const out: string[] = [];
+  const asked: string[] = [];
+  const ask = (question: string) => (asked.push(question), Promise.resolve(answer));
+  const io = { out: (t: string) => out.push(t), err: (t: string) => out.push(t), interactive: answer !== undefined };
+  const code = await run(args, { io: answer === undefined ? io : { ...io, ask }, cwd: dir });
+  return { code, out: out.join("\n"), asked };
+}
 
-  it("asks after showing the recomputed preview; anything but yes approves nothing, yes grants that preview", async () => {
+describe("approvals approve --input, in this process", () => {
+  it("on a terminal: asks after showing the recomputed preview; anything but yes approves nothing, yes grants that preview", async () => {
     const { id } = ask();
     const edit = join(dir, file("edit.json", EDITED));
-    const no = await withAnswer("n", "approvals", "approve", id, "--input", edit);
+    const no = await inProcess("n", "approvals", "approve", id, "--input", edit);
     expect([no.code, no.asked]).toEqual([1, ["approve the edited call? [y/N] "]]);
     expect(no.out).toContain(`nothing approved; ${id} is still pending`);
     expect(statusOf(id)).toBe("pending");
-    const yes = await withAnswer("y", "approvals", "approve", id, "--input", edit);
+    const yes = await inProcess("y", "approvals", "approve", id, "--input", edit);
     expect(yes.code, yes.out).toBe(0);
     expect(yes.out).toMatch(/preview hash: [0-9a-f]{64}[\s\S]*approved the edited call of/);
     expect(statusOf(id)).toBe("granted");
+  });
+
+  it("off a terminal without --preview-hash: exit 2, nothing granted; an edited request needs the hash of its current version", async () => {
+    const { id } = ask("careful");
+    const edit = join(dir, file("edit.json", EDITED));
+    const off = await inProcess(undefined, "approvals", "approve", id, "--input", edit);
+    expect([off.code, off.out]).toEqual([2, expect.stringContaining("no terminal to confirm on")]);
+    expect(statusOf(id)).toBe("pending");
+    expect((await inProcess("y", "approvals", "approve", id, "--input", edit)).code).toBe(4);
+    const bare = await inProcess(undefined, "approvals", "approve", id);
+    expect([bare.code, bare.out]).toEqual([2, expect.stringContaining("needs the preview hash you checked")]);
+  });
+
+  it("a profile's approvalEdits naming a field the tool does not allow is refused at load (exit 3)", async () => {
+    process.env["NOTES_APPROVAL_EDITS"] = JSON.stringify({ "notes.save_note": ["/name"] });
+    try {
+      const r = await inProcess(undefined, "inventory");
+      expect([r.code, r.out]).toEqual([3, expect.stringContaining('does not let "/name" be edited')]);
+    } finally {
+      delete process.env["NOTES_APPROVAL_EDITS"];
+    }
   });
 });
 
