@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ToolError } from "./errors.js";
+import { TOOL_ERROR_CODES, ToolError } from "./errors.js";
 
 describe("ToolError across copies of core", () => {
   it("is recognised by ToolError.is and instanceof when it comes from another copy of the module", async () => {
@@ -30,5 +30,16 @@ describe("ToolError across copies of core", () => {
     expect(new Special("timeout", "x") instanceof Special).toBe(true);
     expect(new ToolError("timeout", "x") instanceof Special).toBe(false);
     expect(new Special("timeout", "x") instanceof ToolError).toBe(true);
+  });
+});
+
+describe("edit_refused", () => {
+  it("is a call error of its own: an edit outside what may be edited is neither a person's refusal nor a stale view", () => {
+    expect(TOOL_ERROR_CODES.edit_refused.kind).toBe("call");
+    expect(TOOL_ERROR_CODES.edit_refused.summary).toMatch(/edit/);
+    const error = new ToolError("edit_refused", "outside", { details: { paths: ["/account"] } });
+    expect(ToolError.is(error, "edit_refused")).toBe(true);
+    expect(ToolError.is(error, "approver_forbidden") || ToolError.is(error, "approval_invalid")).toBe(false);
+    expect(error.details).toEqual({ paths: ["/account"] });
   });
 });
