@@ -22,6 +22,14 @@ describe("compose", () => {
     expect((await composePreview(config, message({ subject }))).details.subject).toBe(subject);
   });
 
+  it("refuses an address whose local part is not a dot-atom (the composer would quote it), with the reason", () => {
+    for (const to of [".a@example.test", "a..b@example.test", "a.@example.test"]) {
+      const parsed = schema.safeParse({ to: [to], subject: "s", body: "b" });
+      expect(parsed.error?.issues[0]).toMatchObject({ path: ["to", 0], message: "must not start or end its local part with a dot or hold two dots in a row" });
+    }
+    expect(schema.safeParse({ to: ["a.b@example.test"], subject: "s", body: "b" }).success).toBe(true);
+  });
+
   it("refuses a message/* or multipart/* attachment, whose text a reader would take for part of the body", () => {
     for (const mimeType of ["message/rfc822", "Message/Partial", "multipart/mixed"]) {
       const attachments = [{ filename: "fwd.eml", mimeType, contentBase64: Buffer.from("To: mallory@evil.test\r\n\r\nhidden text").toString("base64") }];

@@ -22,6 +22,8 @@ export const addressSchema = z
   .max(254)
   .refine((s) => !/[\r\n\u0000-\u001f\u007f]/.test(s), "must not contain line breaks or control characters (header injection)")
   .refine(isSingleAddress, "must be one bare email address like name@example.com (no display name, no list, no group)")
+  // RFC 5322 dot-atom: a local part with a leading, trailing or doubled dot is written quoted by the composer, and a quoted local part is refused.
+  .refine((s) => !/^\.|\.\.|\.@/.test(s), "must not start or end its local part with a dot or hold two dots in a row")
   .meta({ description: "A bare email address, e.g. ana@example.com." });
 
 /** Gmail ids: hex for messages and threads, `r…` for drafts, letters and `_` for labels. */
