@@ -61,12 +61,7 @@ export function refuseEditDecision(id: string, request: ApprovalRequest, decisio
   }
   if (edit.by !== decision.approver || edit.via !== decision.via) throw invalid(`an edit of approval request ${id} must be made by the approver who grants it`);
   if (edit.fromInputHash !== inputHash) throw invalid(`approval request ${id} changed since you looked (${now}): the edit starts from another version`);
-  let hash: string | undefined;
-  try {
-    hash = hashCanonical(edit.input);
-  } catch {
-    hash = undefined;
-  }
+  const hash = hashOf(edit.input);
   if (hash === undefined || hash !== edit.inputHash) throw invalid(`an edit of approval request ${id} carries an input hash that is not its input's`);
   if (hash === inputHash || hash === request.inputHash) throw refused(`an edit of approval request ${id} changes nothing`);
 }
@@ -77,6 +72,14 @@ export function versionedEdit(request: ApprovalRequest, edit: NonNullable<Grant[
   return { version: versionOf(request) + 1, input, inputHash, preview, previewHash, target, changes, fromInputHash, by, via, at };
 }
 
+function hashOf(input: unknown): string | undefined {
+  try {
+    return hashCanonical(input);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A request with a new edit must read back as one (the edit's preview and changes are JSON of their shapes). */
 export function refuseUnreadable(request: ApprovalRequest): void {
   let text: string | undefined;
@@ -85,7 +88,9 @@ export function refuseUnreadable(request: ApprovalRequest): void {
   } catch {
     text = undefined;
   }
-  if (text === undefined || !ApprovalRequestSchema.safeParse(JSON.parse(text)).success) {
+  const stored = text === undefined ? undefined : ApprovalRequestSchema.safeParse(JSON.parse(text));
+  // The input as stored (JSON) must hash as approved: what runs is read back from the row.
+  if (!stored?.success || hashOf(stored.data.edit?.input) !== request.edit?.inputHash) {
     throw invalid(`an edit of approval request ${request.id} is not one the journal can store and read back (its preview or changes are malformed)`);
   }
 }

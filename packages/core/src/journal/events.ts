@@ -47,6 +47,7 @@ export function intentEvent(intent: IntentInput, attempt: number, grantId: strin
       target: intent.target ?? null,
       attempt,
       ...(grantId === undefined ? {} : { grantId }),
+      ...(intent.edited === undefined ? {} : { edited: { requestId: intent.edited.requestId, askedInputHash: intent.edited.askedInputHash } }),
     },
   };
 }

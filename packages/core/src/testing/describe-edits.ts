@@ -258,6 +258,12 @@ export function itApprovesEdits(withJournal: WithJournal): void {
       const events = await journal.readAudit({ afterSeq: head.seq });
       expect(events.map((e) => e.type)).toEqual(["approval.consumed", "intent.edited", "intent.recorded"]);
       expect(events[1]!.data).toEqual({ key: "k1", requestId: "r1", askedInputHash: request.inputHash, inputHash: request.edit!.inputHash });
+      expect(events[2]!.data).toMatchObject({
+        key: "k1",
+        inputHash: request.edit!.inputHash,
+        grantId: "r1",
+        edited: { requestId: "r1", askedInputHash: request.inputHash },
+      });
       const { toolId, inputHash, principal, tenant } = request;
       expect(await journal.editedRun(toolId, inputHash, principal, tenant)).toEqual({ key: "k1", requestId: "r1", at: at(2000) });
       for (const [t, i, p, n] of [
