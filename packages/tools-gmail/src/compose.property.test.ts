@@ -8,46 +8,13 @@
 import fc from "fast-check";
 import PostalMime from "postal-mime";
 import { describe, expect, it } from "vitest";
-import { approvedRaw, composeMessage, composePreview, composeSchema, type ComposeFields } from "./compose.js";
+import { approvedRaw, composeMessage, composePreview, composeSchema } from "./compose.js";
+import { composeInput } from "./fixtures/compose-inputs.js";
 import { sha256 } from "./digest.js";
 import { resolveOptions } from "./options.js";
 
 const config = resolveOptions({ from: "owner@example.test", attachments: true, maxRecipients: 50 });
-const schema = composeSchema(config, false);
-
-const address = fc
-  .tuple(fc.constantFrom("ana", "Bo.Ek", "x+tag", "o'brien", "a_b-c", "Z9"), fc.constantFrom("example.test", "Mail.Example.Test", "ex-ample.test"))
-  .map(([local, domain]) => `${local}@${domain}`);
-const list = (min: number) => fc.array(address, { minLength: min, maxLength: 4 });
-/** Any well-formed text without controls: a header holds none (the schema refuses them). */
-const headerText = fc
-  .string({
-    unit: fc.oneof(
-      fc.constantFrom("a", " ", "\t", "é", "☕", "日", "😀", "=?", "?=", "_", '"', "@", ",", ";", "<", ">"),
-      fc.string({ unit: "grapheme", maxLength: 1 }),
-    ),
-    maxLength: 200,
-  })
-  .filter((s) => !/[\u0000-\u0008\u000a-\u001f\u007f]/.test(s));
-const body = fc.string({
-  unit: fc.oneof(fc.constantFrom("\r\n", "\n", "\r", "\t", " ", "é", "😀", "=", "--", "\u0000"), fc.string({ unit: "grapheme", maxLength: 1 })),
-  maxLength: 400,
-});
-const filename = fc
-  .string({
-    unit: fc.oneof(fc.constantFrom("a", "b", ".", " ", "é", "日", "(", ")", ",", ";", "'", "=?"), fc.string({ unit: "grapheme-ascii", maxLength: 1 })),
-    minLength: 1,
-    maxLength: 60,
-  })
-  .filter((s) => /^[^"\\/\u0000-\u001f\u007f]+$/.test(s) && s.trim() === s && s.trim() !== "");
-const attachment = fc.record({
-  filename,
-  mimeType: fc.constantFrom("application/pdf", "image/png", "text/plain", "text/csv", "application/octet-stream", "Application/X-Custom+json"),
-  contentBase64: fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b).toString("base64")),
-});
-const input: fc.Arbitrary<ComposeFields> = fc
-  .record({ to: list(1), cc: list(0), bcc: list(0), subject: headerText, body, attachments: fc.array(attachment, { maxLength: 3 }) })
-  .map((i) => schema.parse(i));
+const input = composeInput(composeSchema(config, false));
 
 describe("compose, parsed back by postal-mime", () => {
   it("yields exactly the input's recipients, subject, body and attachments, as previewed and as sent", async () => {
