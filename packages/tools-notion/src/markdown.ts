@@ -1,4 +1,9 @@
-import type { BlockObjectRequest, BlockObjectResponse, RichTextItemResponse } from "@notionhq/client";
+import type { BlockObjectRequest, BlockObjectResponse } from "@notionhq/client";
+import type { Definition, Nodes, PhrasingContent, RootContent } from "mdast";
+import { parseMarkdown, serializeMarkdown } from "./markdown-syntax.js";
+
+export { blocksToMarkdown, richTextToMarkdown } from "./markdown-render.js";
+export type { BlockNode } from "./markdown-render.js";
 
 type ParagraphRequest = Extract<BlockObjectRequest, { paragraph: unknown }>;
 /** A rich text item as a write request carries it. */
@@ -28,31 +33,86 @@ interface Segment {
   readonly url?: string;
 }
 
-const INLINE = /(`[^`\n]+`)|(\[([^\]\n]+)\]\(([^)\s]+)\))|(\*\*[^*\n]+\*\*|__[^_\n]+__)|(~~[^~\n]+~~)|(\*[^*\s\n][^*\n]*\*|\b_[^_\s\n][^_\n]*_\b)/g;
-
-function parseInline(text: string, annotations: Annotations = {}): Segment[] {
-  const out: Segment[] = [];
-  let last = 0;
-  for (const match of text.matchAll(INLINE)) {
-    const index = match.index;
-    if (index > last) out.push({ text: text.slice(last, index), annotations });
-    const [whole, code, link, label, url, bold, strike, italic] = match;
-    if (code) out.push({ text: code.slice(1, -1), annotations: { ...annotations, code: true } });
-    else if (link && label !== undefined && url !== undefined) {
-      for (const s of parseInline(label, annotations)) out.push(isLinkable(url) ? { ...s, url } : s);
-      if (!isLinkable(url)) out.push({ text: ` (${url})`, annotations });
-    } else if (bold) out.push(...parseInline(bold.slice(2, -2), { ...annotations, bold: true }));
-    else if (strike) out.push(...parseInline(strike.slice(2, -2), { ...annotations, strikethrough: true }));
-    else if (italic) out.push(...parseInline(italic.slice(1, -1), { ...annotations, italic: true }));
-    else out.push({ text: whole, annotations });
-    last = index + whole.length;
-  }
-  if (last < text.length) out.push({ text: text.slice(last), annotations });
-  return out.filter((s) => s.text.length > 0);
+/** A link Notion takes and a reader can follow safely: http(s) or mailto, no whitespace (the parser has decoded escapes and references). */
+function isLinkable(url: string): boolean {
+  return /^(https?:\/\/|mailto:)/i.test(url) && !/\s/.test(url);
 }
 
-function isLinkable(url: string): boolean {
-  return /^(https?:\/\/|mailto:)/i.test(url);
+type Definitions = ReadonlyMap<string, Definition>;
+
+/** The rich text segments of inline nodes, marks carried down. */
+function phrasing(nodes: readonly PhrasingContent[], defs: Definitions, annotations: Annotations = {}, url?: string): Segment[] {
+  const out: Segment[] = [];
+  const text = (value: string, marks = annotations) => out.push({ text: value, annotations: marks, ...(url ? { url } : {}) });
+  const linked = (children: readonly PhrasingContent[], target: string) => {
+    if (isLinkable(target)) out.push(...phrasing(children, defs, annotations, target));
+    else {
+      out.push(...phrasing(children, defs, annotations, url));
+      text(` (${target})`);
+    }
+  };
+  for (const node of nodes) {
+    switch (node.type) {
+      case "text":
+      case "html":
+        text(node.value);
+        break;
+      case "inlineCode":
+        // Line endings in a code span are spaces (CommonMark 6.1); the tree keeps them as written.
+        text(node.value.replace(/\r\n?|\n/g, " "), { ...annotations, code: true });
+        break;
+      case "break":
+        text("\n");
+        break;
+      case "emphasis":
+        out.push(...phrasing(node.children, defs, { ...annotations, italic: true }, url));
+        break;
+      case "strong":
+        out.push(...phrasing(node.children, defs, { ...annotations, bold: true }, url));
+        break;
+      case "delete":
+        out.push(...phrasing(node.children, defs, { ...annotations, strikethrough: true }, url));
+        break;
+      case "link":
+        linked(node.children, node.url);
+        break;
+      case "linkReference": {
+        const target = defs.get(node.identifier)?.url;
+        if (target === undefined) out.push(...phrasing(node.children, defs, annotations, url));
+        else linked(node.children, target);
+        break;
+      }
+      case "image":
+        linked([{ type: "text", value: node.alt ?? "" }], node.url);
+        break;
+      case "imageReference": {
+        const target = defs.get(node.identifier)?.url;
+        if (target === undefined) text(node.alt ?? "");
+        else linked([{ type: "text", value: node.alt ?? "" }], target);
+        break;
+      }
+      case "footnoteReference":
+        text(`[^${node.label ?? node.identifier}]`);
+        break;
+    }
+  }
+  return out;
+}
+
+/** Annotations in one order, whichever mark the Markdown opened first. */
+const MARK_ORDER = ["bold", "italic", "strikethrough", "code"] as const;
+const sameMarks = (a: Segment, b: Segment) => a.url === b.url && MARK_ORDER.every((k) => (a.annotations[k] === true) === (b.annotations[k] === true));
+
+/** Adjacent segments with the same marks as one, empty ones dropped. */
+function merged(segments: readonly Segment[]): Segment[] {
+  const out: Segment[] = [];
+  for (const s of segments) {
+    if (s.text.length === 0) continue;
+    const last = out.at(-1);
+    if (last && sameMarks(last, s)) out[out.length - 1] = { ...last, text: last.text + s.text };
+    else out.push(s);
+  }
+  return out;
 }
 
 /** Split text into pieces of at most `max` UTF-16 units, never inside a surrogate pair. */
@@ -72,18 +132,40 @@ export function splitText(text: string, max = MAX_TEXT_LENGTH): string[] {
 
 function toRichText(segments: readonly Segment[]): RichTextRequest[] {
   const items: RichTextRequest[] = [];
-  for (const segment of segments) {
+  for (const segment of merged(segments)) {
+    const marks = Object.fromEntries(MARK_ORDER.filter((k) => segment.annotations[k] === true).map((k) => [k, true]));
     for (const piece of splitText(segment.text)) {
-      const annotations = Object.keys(segment.annotations).length > 0 ? { annotations: { ...segment.annotations } } : {};
+      const annotations = Object.keys(marks).length > 0 ? { annotations: { ...marks } } : {};
       items.push({ type: "text", text: { content: piece, ...(segment.url ? { link: { url: segment.url } } : {}) }, ...annotations });
     }
   }
   return items;
 }
 
-/** Inline Markdown (bold, italic, strike, code, links) as rich text, split at Notion's limits. */
+function definitions(tree: ReturnType<typeof parseMarkdown>): Definitions {
+  const defs = new Map<string, Definition>();
+  const visit = (node: Nodes) => {
+    if (node.type === "definition" && !defs.has(node.identifier)) defs.set(node.identifier, node);
+    if ("children" in node) for (const child of node.children) visit(child);
+  };
+  visit(tree);
+  return defs;
+}
+
+/**
+ * Inline Markdown (bold, italic, strike, code, links) as rich text, split at Notion's limits. Block
+ * constructs other than paragraphs keep their source text, so a comment says what was written.
+ */
 export function inlineMarkdownToRichText(text: string): RichTextRequest[] {
-  return toRichText(parseInline(text));
+  const tree = parseMarkdown(text);
+  const defs = definitions(tree);
+  const segments: Segment[] = [];
+  for (const [index, node] of tree.children.entries()) {
+    if (index > 0) segments.push({ text: "\n\n", annotations: {} });
+    if (node.type === "paragraph") segments.push(...phrasing(node.children, defs));
+    else if (node.type !== "definition") segments.push({ text: text.slice(node.position?.start.offset ?? 0, node.position?.end.offset ?? 0), annotations: {} });
+  }
+  return toRichText(segments);
 }
 
 /** Rich text of plain text, split at Notion's limits. */
@@ -92,6 +174,9 @@ export function plainRichText(text: string): RichTextRequest[] {
     .filter((p) => p.length > 0)
     .map((content) => ({ type: "text" as const, text: { content } }));
 }
+
+/** Raw HTML is kept as text; a paragraph's lines carry no outer whitespace, so neither does this. */
+const htmlText = (value: string) => value.replace(/[ \t]*(\r\n?|\n)[ \t]*/g, "\n").trim();
 
 type TextBlockType = "paragraph" | "heading_1" | "heading_2" | "heading_3" | "bulleted_list_item" | "numbered_list_item" | "to_do" | "quote";
 
@@ -103,84 +188,70 @@ interface Draft {
   readonly children: Draft[];
 }
 
-const LIST = /^(\s*)([-*+]|\d+[.)])\s+(\[[ xX]\]\s+)?(.*)$/;
-const FENCE = /^\s*(```|~~~)\s*([\w#+.-]*)\s*$/;
+/** The drafts of block nodes; a block's own text is its leading paragraph, the rest its children. */
+function drafts(nodes: readonly RootContent[], defs: Definitions): Draft[] {
+  const out: Draft[] = [];
+  const withLead = (type: TextBlockType, children: readonly RootContent[], extra: Partial<Draft> = {}): Draft => {
+    const [first, ...rest] = children;
+    // Raw HTML leading an item becomes its text, as it would become a paragraph's.
+    const rich =
+      first?.type === "paragraph" ? toRichText(phrasing(first.children, defs)) : first?.type === "html" ? plainRichText(htmlText(first.value)) : undefined;
+    return { type, rich: rich ?? [], ...extra, children: drafts(rich ? rest : children, defs) };
+  };
+  for (const node of nodes) {
+    switch (node.type) {
+      case "paragraph":
+        out.push({ type: "paragraph", rich: toRichText(phrasing(node.children, defs)), children: [] });
+        break;
+      case "heading":
+        out.push({ type: `heading_${Math.min(node.depth, 3) as 1 | 2 | 3}`, rich: toRichText(phrasing(node.children, defs)), children: [] });
+        break;
+      case "thematicBreak":
+        out.push({ type: "divider", rich: [], children: [] });
+        break;
+      case "code":
+        out.push({ type: "code", rich: plainRichText(node.value), language: codeLanguage(node.lang ?? ""), children: [] });
+        break;
+      case "table":
+        // Tables travel as their Markdown in a code block: the pages this family writes hold no table blocks.
+        out.push({ type: "code", rich: plainRichText(serializeMarkdown(node).trimEnd()), language: "markdown", children: [] });
+        break;
+      case "html":
+        out.push({ type: "paragraph", rich: plainRichText(htmlText(node.value)), children: [] });
+        break;
+      case "blockquote":
+        out.push(withLead("quote", node.children));
+        break;
+      case "list":
+        for (const item of node.children) {
+          const task = typeof item.checked === "boolean";
+          const type = task ? "to_do" : node.ordered ? "numbered_list_item" : "bulleted_list_item";
+          out.push(withLead(type, item.children, task ? { checked: item.checked === true } : {}));
+        }
+        break;
+      case "footnoteDefinition": {
+        const [first, ...rest] = node.children;
+        const lead = first?.type === "paragraph" ? phrasing(first.children, defs) : [];
+        out.push({ type: "paragraph", rich: toRichText([{ text: `[^${node.label ?? node.identifier}]: `, annotations: {} }, ...lead]), children: [] });
+        out.push(...drafts(first?.type === "paragraph" ? rest : node.children, defs));
+        break;
+      }
+    }
+  }
+  return out;
+}
 
 /**
- * Convert Markdown to Notion blocks: headings, paragraphs, bulleted, numbered and task lists (nested
- * up to Notion's two levels), quotes, fenced code, dividers, and inline bold, italic, strike, code
- * and links. Text longer than Notion's 2,000-character limit is split across rich text items, and a
- * block with more than 100 items is split into several blocks; nothing is refused for its length.
+ * Convert Markdown to Notion blocks through the CommonMark/GFM parser: headings, paragraphs,
+ * bulleted, numbered and task lists, quotes, code (fenced and indented), dividers, and inline bold,
+ * italic, strike, code and links (reference links resolved, images as links to them). Tables become
+ * code blocks holding the table. Children nest to Notion's two levels; deeper ones follow as
+ * siblings. Text longer than 2,000 characters is split across rich text items, and a block with more
+ * than 100 items into several blocks; nothing is refused for its length.
  */
 export function markdownToBlocks(markdown: string): BlockObjectRequest[] {
-  const lines = markdown.replace(/\r\n?/g, "\n").split("\n");
-  const drafts: Draft[] = [];
-  let paragraph: string[] = [];
-  const listStack: { indent: number; draft: Draft }[] = [];
-  const flush = () => {
-    if (paragraph.length > 0) drafts.push({ type: "paragraph", rich: inlineMarkdownToRichText(paragraph.join("\n")), children: [] });
-    paragraph = [];
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    const fence = FENCE.exec(line);
-    if (fence) {
-      flush();
-      listStack.length = 0;
-      const body: string[] = [];
-      for (i++; i < lines.length && !new RegExp(`^\\s*${fence[1]}\\s*$`).test(lines[i]!); i++) body.push(lines[i]!);
-      drafts.push({ type: "code", rich: plainRichText(body.join("\n")), language: codeLanguage(fence[2] ?? ""), children: [] });
-      continue;
-    }
-    if (line.trim() === "") {
-      flush();
-      listStack.length = 0;
-      continue;
-    }
-    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
-      flush();
-      listStack.length = 0;
-      drafts.push({ type: "divider", rich: [], children: [] });
-      continue;
-    }
-    const heading = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
-    if (heading) {
-      flush();
-      listStack.length = 0;
-      const level = Math.min(heading[1]!.length, 3) as 1 | 2 | 3;
-      drafts.push({ type: `heading_${level}`, rich: inlineMarkdownToRichText(heading[2]!), children: [] });
-      continue;
-    }
-    if (/^\s*>/.test(line)) {
-      flush();
-      listStack.length = 0;
-      const quoted: string[] = [];
-      for (; i < lines.length && /^\s*>/.test(lines[i]!); i++) quoted.push(lines[i]!.replace(/^\s*>\s?/, ""));
-      i--;
-      drafts.push({ type: "quote", rich: inlineMarkdownToRichText(quoted.join("\n")), children: [] });
-      continue;
-    }
-    const item = LIST.exec(line);
-    if (item) {
-      flush();
-      const indent = item[1]!.replace(/\t/g, "  ").length;
-      const type: TextBlockType = item[3] ? "to_do" : /\d/.test(item[2]!) ? "numbered_list_item" : "bulleted_list_item";
-      const draft: Draft = { type, rich: inlineMarkdownToRichText(item[4]!), ...(item[3] ? { checked: /x/i.test(item[3]) } : {}), children: [] };
-      while (listStack.length > 0 && listStack.at(-1)!.indent >= indent) listStack.pop();
-      const parent = listStack.length > 0 && listStack.length <= MAX_NESTING ? listStack.at(-1)!.draft : undefined;
-      if (parent) parent.children.push(draft);
-      else {
-        listStack.length = 0;
-        drafts.push(draft);
-      }
-      if (listStack.length < MAX_NESTING) listStack.push({ indent, draft });
-      continue;
-    }
-    listStack.length = 0;
-    paragraph.push(line.trim());
-  }
-  flush();
-  return drafts.flatMap((d) => toRequests(d, 0));
+  const tree = parseMarkdown(markdown);
+  return drafts(tree.children, definitions(tree)).flatMap((d) => toRequests(d, 0));
 }
 
 function toRequests(draft: Draft, depth: number): BlockObjectRequest[] {
@@ -188,11 +259,12 @@ function toRequests(draft: Draft, depth: number): BlockObjectRequest[] {
   const groups: RichTextRequest[][] = [];
   for (let i = 0; i < draft.rich.length; i += MAX_RICH_TEXT_ITEMS) groups.push(draft.rich.slice(i, i + MAX_RICH_TEXT_ITEMS));
   if (groups.length === 0) groups.push([]);
-  const children = draft.children.flatMap((c) => toRequests(c, depth + 1));
-  const nested = children.slice(0, MAX_BLOCKS_PER_REQUEST);
-  const overflow = children.slice(MAX_BLOCKS_PER_REQUEST);
+  const nestable = depth < MAX_NESTING && draft.type !== "code" && !draft.type.startsWith("heading");
+  const children = draft.children.flatMap((c) => toRequests(c, nestable ? depth + 1 : depth));
+  const nested = nestable ? children.slice(0, MAX_BLOCKS_PER_REQUEST) : [];
+  const overflow = children.slice(nested.length);
   const blocks = groups.map((rich_text, index): BlockObjectRequest => {
-    const kids = index === groups.length - 1 && nested.length > 0 && depth < MAX_NESTING ? { children: nested } : {};
+    const kids = index === groups.length - 1 && nested.length > 0 ? { children: nested } : {};
     switch (draft.type) {
       case "code":
         return { type: "code", code: { rich_text, language: draft.language ?? "plain text" } };
@@ -203,7 +275,7 @@ function toRequests(draft: Draft, depth: number): BlockObjectRequest[] {
       case "numbered_list_item":
         return { type: "numbered_list_item", numbered_list_item: { rich_text, ...kids } } as BlockObjectRequest;
       case "quote":
-        return { type: "quote", quote: { rich_text } };
+        return { type: "quote", quote: { rich_text, ...kids } } as BlockObjectRequest;
       case "heading_1":
         return { type: "heading_1", heading_1: { rich_text } };
       case "heading_2":
@@ -211,7 +283,7 @@ function toRequests(draft: Draft, depth: number): BlockObjectRequest[] {
       case "heading_3":
         return { type: "heading_3", heading_3: { rich_text } };
       default:
-        return { type: "paragraph", paragraph: { rich_text } };
+        return { type: "paragraph", paragraph: { rich_text, ...kids } } as BlockObjectRequest;
     }
   });
   return [...blocks, ...overflow];
@@ -273,94 +345,4 @@ const LANGUAGES: Readonly<Record<string, Language>> = {
 
 function codeLanguage(tag: string): Language {
   return LANGUAGES[tag.toLowerCase()] ?? "plain text";
-}
-
-// ---------- Notion → Markdown ----------
-
-/** A block with its children already fetched. */
-export interface BlockNode {
-  readonly block: BlockObjectResponse;
-  readonly children: readonly BlockNode[];
-}
-
-/** Rich text as inline Markdown. */
-export function richTextToMarkdown(rich: readonly RichTextItemResponse[]): string {
-  return rich
-    .map((r) => {
-      let text = r.plain_text;
-      if (text === "") return "";
-      const a = r.annotations;
-      if (a.code) text = `\`${text}\``;
-      if (a.bold) text = `**${text}**`;
-      if (a.italic) text = `*${text}*`;
-      if (a.strikethrough) text = `~~${text}~~`;
-      if (r.href) text = `[${text}](${r.href})`;
-      return text;
-    })
-    .join("");
-}
-
-/** Render fetched blocks as Markdown. */
-export function blocksToMarkdown(nodes: readonly BlockNode[], indent = ""): string {
-  const out: string[] = [];
-  let previousList = false;
-  for (const node of nodes) {
-    const { line, list } = renderBlock(node.block);
-    const lines = line.split("\n").map((l, i) => (i === 0 ? `${indent}${l}` : `${indent}${list ? "  " : ""}${l}`));
-    if (out.length > 0 && !(list && previousList)) out.push("");
-    out.push(lines.join("\n"));
-    if (node.children.length > 0) out.push(blocksToMarkdown(node.children, `${indent}  `));
-    previousList = list;
-  }
-  return out.join("\n");
-}
-
-function renderBlock(block: BlockObjectResponse): { line: string; list: boolean } {
-  switch (block.type) {
-    case "paragraph":
-      return { line: richTextToMarkdown(block.paragraph.rich_text), list: false };
-    case "heading_1":
-      return { line: `# ${richTextToMarkdown(block.heading_1.rich_text)}`, list: false };
-    case "heading_2":
-      return { line: `## ${richTextToMarkdown(block.heading_2.rich_text)}`, list: false };
-    case "heading_3":
-      return { line: `### ${richTextToMarkdown(block.heading_3.rich_text)}`, list: false };
-    case "bulleted_list_item":
-      return { line: `- ${richTextToMarkdown(block.bulleted_list_item.rich_text)}`, list: true };
-    case "numbered_list_item":
-      return { line: `1. ${richTextToMarkdown(block.numbered_list_item.rich_text)}`, list: true };
-    case "to_do":
-      return { line: `- [${block.to_do.checked ? "x" : " "}] ${richTextToMarkdown(block.to_do.rich_text)}`, list: true };
-    case "toggle":
-      return { line: `- ${richTextToMarkdown(block.toggle.rich_text)}`, list: true };
-    case "quote":
-      return {
-        line: richTextToMarkdown(block.quote.rich_text)
-          .split("\n")
-          .map((l) => `> ${l}`)
-          .join("\n"),
-        list: false,
-      };
-    case "callout":
-      return {
-        line: richTextToMarkdown(block.callout.rich_text)
-          .split("\n")
-          .map((l) => `> ${l}`)
-          .join("\n"),
-        list: false,
-      };
-    case "code":
-      return {
-        line: `\`\`\`${block.code.language === "plain text" ? "" : block.code.language}\n${block.code.rich_text.map((r) => r.plain_text).join("")}\n\`\`\``,
-        list: false,
-      };
-    case "divider":
-      return { line: "---", list: false };
-    case "child_page":
-      return { line: `[child page: ${block.child_page.title}]`, list: false };
-    case "child_database":
-      return { line: `[child database: ${block.child_database.title}]`, list: false };
-    default:
-      return { line: `[unsupported block: ${block.type}]`, list: false };
-  }
 }

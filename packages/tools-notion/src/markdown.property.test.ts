@@ -1,0 +1,109 @@
+/**
+ * Round trip through the Markdown parser and serializer: Markdown → Notion blocks → Markdown is
+ * stable. For every example of the corpus (CommonMark's and GFM's constructs that a Notion page
+ * holds) and for generated Markdown, the blocks of the rendered Markdown are the blocks first made,
+ * and rendering them again gives the same Markdown.
+ */
+import type { BlockObjectRequest, BlockObjectResponse, RichTextItemResponse } from "@notionhq/client";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { MARKDOWN_CORPUS } from "./fixtures/markdown-corpus.js";
+import { blocksToMarkdown, markdownToBlocks, type BlockNode } from "./markdown.js";
+
+type RichRequest = { text: { content: string; link?: { url: string } | null }; annotations?: Record<string, boolean> };
+
+/** A block request as Notion gives it back when read. */
+function stored(block: BlockObjectRequest, index: number): BlockNode {
+  const type = (block as { type: string }).type;
+  const { children = [], rich_text, ...rest } = (block as unknown as Record<string, { children?: BlockObjectRequest[]; rich_text?: RichRequest[] }>)[type]!;
+  const rich = (rich_text ?? []).map(
+    (r): RichTextItemResponse =>
+      ({
+        type: "text",
+        text: { content: r.text.content, link: r.text.link ?? null },
+        annotations: { bold: false, italic: false, strikethrough: false, underline: false, code: false, color: "default", ...r.annotations },
+        plain_text: r.text.content,
+        href: r.text.link?.url ?? null,
+      }) as RichTextItemResponse,
+  );
+  const response = {
+    object: "block",
+    id: `b${index}`,
+    type,
+    has_children: children.length > 0,
+    [type]: { ...rest, ...(rich_text ? { rich_text: rich } : {}) },
+  };
+  return { block: response as unknown as BlockObjectResponse, children: children.map(stored) };
+}
+
+function roundTrip(markdown: string) {
+  const first = markdownToBlocks(markdown);
+  const rendered = blocksToMarkdown(first.map(stored));
+  const again = markdownToBlocks(rendered);
+  return { first, rendered, again, renderedAgain: blocksToMarkdown(again.map(stored)) };
+}
+
+describe("Markdown → blocks → Markdown is stable", () => {
+  it(`holds for every example of the corpus (${MARKDOWN_CORPUS.length})`, () => {
+    const unstable: string[] = [];
+    for (const { section, markdown } of MARKDOWN_CORPUS) {
+      const { first, rendered, again, renderedAgain } = roundTrip(markdown);
+      if (JSON.stringify(again) !== JSON.stringify(first) || renderedAgain !== rendered)
+        unstable.push(`${section}: ${JSON.stringify(markdown)} → ${JSON.stringify(rendered)}`);
+    }
+    expect(unstable).toEqual([]);
+  });
+
+  const word = fc.constantFrom(
+    "alpha",
+    "beta",
+    "x",
+    "snake_case",
+    "2*3",
+    "a[b]",
+    "<tag>",
+    "&amp;",
+    "\\",
+    "`",
+    "~",
+    "#",
+    "!",
+    "https://example.com/a_(b)",
+    "é😀",
+    "|",
+  );
+  const inline = fc.oneof(
+    word,
+    word.map((w) => `*${w}*`),
+    word.map((w) => `**${w}**`),
+    word.map((w) => `~~${w}~~`),
+    word.map((w) => `\`${w}\``),
+    fc.tuple(word, word).map(([a, b]) => `[${a}](https://example.com/${encodeURIComponent(b)})`),
+    fc.tuple(word, word).map(([a, b]) => `***${a} ${b}***`),
+    fc.tuple(word, word).map(([a, b]) => `**${a} *${b}***`),
+  );
+  const text = fc.array(inline, { minLength: 1, maxLength: 6 }).map((parts) => parts.join(" "));
+  const blockMd = fc.oneof(
+    text,
+    fc.tuple(fc.integer({ min: 1, max: 6 }), text).map(([n, t]) => `${"#".repeat(n)} ${t}`),
+    fc.array(text, { minLength: 1, maxLength: 3 }).map((items) => items.map((t) => `- ${t}`).join("\n")),
+    fc.array(text, { minLength: 1, maxLength: 3 }).map((items) => items.map((t, i) => `${i + 1}. ${t}`).join("\n")),
+    fc.array(fc.tuple(fc.boolean(), text), { minLength: 1, maxLength: 3 }).map((items) => items.map(([done, t]) => `- [${done ? "x" : " "}] ${t}`).join("\n")),
+    fc.tuple(text, text).map(([a, b]) => `- ${a}\n  - ${b}\n    - ${a}\n      - ${b}`),
+    fc.tuple(text, text).map(([a, b]) => `> ${a}\n> ${b}`),
+    fc.tuple(fc.constantFrom("", "ts", "python", "weird"), text).map(([lang, t]) => `\`\`\`${lang}\n${t}\n\`\`\``),
+    fc.constant("---"),
+  );
+  const document = fc.array(blockMd, { minLength: 1, maxLength: 6 }).map((blocks) => blocks.join("\n\n"));
+
+  it("holds for generated Markdown", () => {
+    fc.assert(
+      fc.property(document, (markdown) => {
+        const { first, rendered, again, renderedAgain } = roundTrip(markdown);
+        expect(again, rendered).toEqual(first);
+        expect(renderedAgain).toBe(rendered);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
