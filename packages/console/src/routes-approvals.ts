@@ -4,7 +4,6 @@ import type { ApprovalRequest, Approver } from "@toolgate/core";
 import type { OperatorScope } from "@toolgate/core/operator";
 import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
 import { currentVersion, notEditable } from "./edit-form.js";
-import { editDesk } from "./types.js";
 import { csrfForm, h, layout, type Markup } from "./html.js";
 import { approvalsOf, renderChanges, renderPreview, visible } from "./preview.js";
 
@@ -148,7 +147,7 @@ export function approvalRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
     try {
       // The session's approver, never a name from the form; the desk re-checks the operator and its scope,
       // and the journal the version the page showed (a request edited since is refused as stale).
-      const result = await editDesk(gate).grant(id, { by: approver, ttlMs: minutes * 60_000, ...(expect ? { expect } : {}) });
+      const result = await gate.approvals.grant(id, { by: approver, ttlMs: minutes * 60_000, ...(expect ? { expect } : {}) });
       const done = result.status === "needs_another" ? "needs_another" : "granted";
       return c.redirect(`/approvals?done=${done}&id=${encodeURIComponent(id)}`, 303);
     } catch (error) {

@@ -4,12 +4,12 @@
 // from and the preview hash shown, and the desk recomputes all of it and refuses what moved.
 import type { Context, Hono } from "hono";
 import { canonicalJson, ToolError, type ApprovalRequest } from "@toolgate/core";
+import type { EditOptions, EditPreview } from "@toolgate/core/operator";
 import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
 import { currentVersion, editFields, notEditable, readEditForm, renderFields } from "./edit-form.js";
 import { csrfForm, h, layout, text, type Child } from "./html.js";
 import { renderChanges, renderPreview, visible } from "./preview.js";
 import { blockerFor, DEFAULT_TTL_MINUTES, expectOf, REQUEST_ID, ttlMinutes } from "./routes-approvals.js";
-import { editDesk, type EditCheck, type EditExpect } from "./types.js";
 
 const MAX_TTL_MINUTES = 24 * 60;
 
@@ -56,7 +56,7 @@ function fieldsOf(context: ConsoleContext, r: ApprovalRequest) {
 }
 
 /** The check page: the changes, the recomputed preview, and one button that approves exactly this. */
-function checkPage(r: ApprovalRequest, checked: EditCheck, expect: EditExpect, csrf: string): Child {
+function checkPage(r: ApprovalRequest, checked: EditPreview, expect: EditOptions["expect"], csrf: string): Child {
   return h`<article class="request check" data-request-id="${r.id}" data-tool-id="${r.toolId}">
 <header><h2>${visible(r.toolId)}: check the edited call</h2>
 <p class="meta">Request <code>${r.id}</code> · for <strong>${visible(r.principal)}</strong> in tenant <strong>${visible(r.tenant)}</strong> · from version ${String(
@@ -122,7 +122,7 @@ ${csrfForm(
     const read = readEditForm(form, fields, base.input);
     if ("error" in read) return page(c, context, 400, "Not done", h`<p class="error">${visible(read.error)}</p><p>Nothing was changed.</p>`);
     try {
-      const checked = await editDesk(context.gate).previewEdit(request.id, { by: c.get("approver"), input: read.input, expect });
+      const checked = await context.gate.approvals.previewEdit(request.id, { by: c.get("approver"), input: read.input, expect });
       return page(c, context, 200, "Check the edited call", checkPage(request, checked, expect, c.get("csrf")));
     } catch (error) {
       return refusal(c, context, error, request.id);
@@ -147,7 +147,7 @@ ${csrfForm(
     }
     try {
       // The session's approver; the desk recomputes the preview of `input` and refuses unless it is the one shown.
-      const result = await editDesk(context.gate).grant(request.id, {
+      const result = await context.gate.approvals.grant(request.id, {
         by: c.get("approver"),
         ttlMs: minutes * 60_000,
         expect,

@@ -1,5 +1,4 @@
-import type { AnyGate, ApprovalDesk, Approver, GrantOptions } from "@toolgate/core";
-import type { ApprovalEdit } from "@toolgate/core/store-kit";
+import type { AnyGate, Approver } from "@toolgate/core";
 import type { Authority, Inventory } from "@toolgate/core/operator";
 
 /** The gate the console serves: its journal, registry, approvals desk and authority (`gate.authority`). */
@@ -36,30 +35,4 @@ export interface ConsoleOptions {
   readonly port?: number;
   /** Told of a failure the console could not show a page for (never a secret). */
   readonly log?: (line: string) => void;
-}
-
-/** What a decision says it saw: the request's version and the preview hash shown. */
-export interface EditExpect {
-  readonly version: number;
-  readonly previewHash: string;
-}
-
-/** The desk's answer to an edit, before anything is written: the recomputed preview and the changes. */
-export type EditCheck = Pick<ApprovalEdit, "input" | "inputHash" | "preview" | "previewHash" | "target" | "changes"> & {
-  readonly requestId: string;
-  readonly version: number;
-  readonly findings: readonly { readonly rule: string; readonly path?: string }[];
-};
-
-/** The desk's edit side (`previewEdit`, `grant` with `expect` and `edit`), as the console calls it. */
-export interface EditDesk {
-  previewEdit(requestId: string, options: { readonly by: Approver; readonly input: unknown; readonly expect: EditExpect }): Promise<EditCheck>;
-  grant(
-    requestId: string,
-    options: GrantOptions & { readonly expect?: EditExpect; readonly edit?: { readonly input: unknown; readonly previewHash: string } },
-  ): ReturnType<ApprovalDesk["grant"]>;
-}
-
-export function editDesk(gate: ConsoleGate): EditDesk {
-  return gate.approvals as unknown as EditDesk;
 }
