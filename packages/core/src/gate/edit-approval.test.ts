@@ -19,10 +19,13 @@ async function editedRequest() {
 
 describe("the retry of an edited call is refused, grant unconsumed, when what the approver decided on no longer holds", () => {
   it("the edited call's preview differs now (state moved) → approval_invalid naming the edit; nothing ran; it runs once the state is back", async () => {
-    const { gate, call, state, request } = await editedRequest();
+    const { gate, call, state, request, journal } = await editedRequest();
     state.suffix = (to) => (to.length === 1 ? " (the thread moved)" : ""); // only the edit's preview reads differently
     const result = await gate.invoke(SEND, MAIL, call);
     expect(result).toMatchObject({ status: "denied", code: "approval_invalid", details: { mismatched: ["edit"] } });
+    // The gate refused before the journal was asked to consume anything (its own refusal, audited as such).
+    const refusals = (await journal.readAudit()).filter((e) => e.type === "approval.refused");
+    expect(refusals.map((e) => e.data)).toEqual([{ requestId: request.id, status: "mismatch", mismatched: ["edit"] }]);
     expect(state.sent).toEqual([]);
     expect((await gate.approvals.get(request.id))!.status).toBe("granted");
     state.suffix = () => "";
