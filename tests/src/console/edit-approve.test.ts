@@ -99,7 +99,8 @@ describeInBrowser("console in Chromium: approve with edits (mail and calendar, G
     // The caller retries with the input it sent: the edited mail goes out, once, to Ana only.
     const retried = await agent("gmail.send_message", mail);
     expect(retried.code, retried.stderr).toBe(0);
-    expect(retried.stdout).toContain("/to");
+    expect(retried.stdout).toContain(`An approver changed the input of gmail.send_message before it ran (request ${id})`);
+    expect(retried.stdout).toContain("wrong@example.test"); // the change, fenced, so the model does not send it again
     expect(google!.gmail.sent.map((m) => m.to)).toEqual([["ana@example.test"]]);
     const again = await agent("gmail.send_message", mail);
     expect(again.code).toBe(0);
@@ -113,7 +114,8 @@ describeInBrowser("console in Chromium: approve with edits (mail and calendar, G
     const events = await desk.project.audit();
     const requested = events.find((e) => e.type === "approval.requested" && JSON.stringify(e).includes(id));
     const edited = events.find((e) => e.type === "approval.edited" && JSON.stringify(e).includes(id));
-    expect(edited?.data).toMatchObject({ version: 1, fromInputHash: requested?.data?.["inputHash"] ?? expect.any(String) });
+    expect(requested?.data?.["inputHash"] ?? shown["inputHash"]).toBe(shown["inputHash"]);
+    expect(edited?.data).toMatchObject({ version: 1, fromInputHash: shown["inputHash"], inputHash: (shown["edit"] as { inputHash: string }).inputHash });
     expect(edited?.data?.["inputHash"]).not.toBe(edited?.data?.["fromInputHash"]);
     expect(events.some((e) => e.type === "intent.recorded" && JSON.stringify(e).includes(id))).toBe(true);
     // No token or secret reaches the console's own output.
@@ -187,5 +189,49 @@ describeInBrowser("console in Chromium: approve with edits (mail and calendar, G
     expect(google!.gmail.sent.filter((m) => m.subject === "Budget").map((m) => m.to)).toEqual([["ana@example.test"]]);
     // The wrong recipient never received a copy of anything.
     expect(google!.gmail.sent.some((m) => m.to.includes("wrong@example.test"))).toBe(false);
+  });
+
+  it("two approvers: a page opened before the other's edit cannot approve it; reloaded, it approves the edited version, which runs once", async () => {
+    const input = { to: ["ana@example.test", "wrong@example.test"], subject: "Offsite", body: "dates inside" };
+    const id = requestIdOf(await agent("gmail.send_message", input, "--profile", "assistant-pair"));
+    const { link } = await desk.project.addOperator("bob", "approver", desk.server.port);
+    const bobContext = await desk.browser.newContext();
+    const bob = await signIn(bobContext, link);
+    const bobCard = bob.locator(`article[data-request-id="${id}"]`);
+    await bobCard.waitFor({ timeout: 15_000 });
+    // What bob's page names now, before ada's edit (the live queue would replace the card after it).
+    const seen = {
+      csrf: await bob.locator('input[name="csrf"]').first().inputValue(),
+      ttl: "10",
+      version: await bobCard.locator('input[name="version"]').inputValue(),
+      previewHash: await bobCard.locator('input[name="previewHash"]').inputValue(),
+    };
+    expect(seen.version).toBe("0");
+
+    await openEdit(id);
+    await page.locator('textarea[name="f:/to"]').fill('["ana@example.test"]');
+    await page.getByRole("button", { name: "Check the edited call" }).click();
+    await page.waitForLoadState();
+    await page.getByRole("button", { name: "Approve edited call" }).click();
+    await page.waitForLoadState();
+    expect(await page.locator("main").innerText()).toContain("needs a second, different approver");
+
+    // Bob's page as he saw it: its Approve names version 0 and is refused.
+    const stale = await bob.request.post(`${desk.server.url}/approvals/${id}/approve`, { form: seen });
+    expect(stale.status()).toBe(409);
+    expect(await stale.text()).toContain("changed since you looked");
+    expect((await desk.project.request(id)).status).toBe("pending");
+
+    await bob.reload();
+    const fresh = bob.locator(`article[data-request-id="${id}"]`);
+    expect(await fresh.innerText()).toContain("Edited by");
+    await fresh.getByRole("button", { name: "Approve" }).click();
+    await bob.waitForLoadState();
+    expect((await desk.project.request(id)).status).toBe("granted");
+    await bobContext.close();
+
+    const retried = await agent("gmail.send_message", input, "--profile", "assistant-pair");
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(google!.gmail.sent.filter((m) => m.subject === "Offsite").map((m) => m.to)).toEqual([["ana@example.test"]]);
   });
 });
