@@ -5,11 +5,12 @@
  * the input as asked, never approves a version an operator edited.
  */
 import { generateText, type ModelMessage } from "ai";
-import type { CallOptions, Gate } from "@toolgate/core";
+import { defineProfile, type CallOptions, type Gate } from "@toolgate/core";
 import { describe, expect, it } from "vitest";
 import { EDIT_NOTICE as NOTICE, operatorEdits, twoApprovers, twoPersonWriter } from "../fixtures/edits.js";
 import { createNotesGate, profiles } from "../fixtures/notes-family.js";
 import { done, scripted, toolCall, toolResultsSent } from "./fixtures/scripted-model.js";
+import type { ApprovalRequestEvent } from "../shared/approval-broker.js";
 import { toAiSdkTools, type AiSdkToolsOptions } from "./tools.js";
 
 type NotesGate = ReturnType<typeof createNotesGate>["gate"];
@@ -67,6 +68,25 @@ describe("AI SDK: an operator's edit runs on the framework's approval, and the m
       expect(sentNext(prompts)).toContain(NOTICE);
     });
   }
+
+  it("onApprovalRequest tells the app what an approver may edit: the whole input, or what the profile narrows it to", async () => {
+    const textOnly = defineProfile({
+      name: "text-only",
+      allow: ["notes:read", "notes:write"],
+      maxRisk: "medium",
+      approvalEdits: { "notes.add_note": ["/text"] },
+    });
+    for (const [on, editable] of [
+      [call, [""]],
+      [{ ...call, profile: textOnly }, ["/text"]],
+    ] as const) {
+      const { gate } = createNotesGate();
+      const events: ApprovalRequestEvent[] = [];
+      const { model } = scripted(toolCall("c1", "notes.add_note", { id: "n1", text: "hello" }), done);
+      await request(gate, model, [{ role: "user", content: "save" }], { onApprovalRequest: (e) => events.push(e) }, on);
+      expect(events.map((e) => e.editable)).toEqual([editable]);
+    }
+  });
 
   it("the app's approver after an operator's edit (two-person, one approval so far): not approved, approval_required, nothing ran", async () => {
     const { gate, store, alice, bob } = await setup();

@@ -186,6 +186,25 @@ describe("MCP elicitation with edits (a client whose record enables elicitation)
     expect(JSON.stringify(asked[0])).not.toMatch(/[\u202A-\u202E]/);
   });
 
+  it("two-person: an in-band edit counts once; the edited version waits for a second person, then the retry runs it", async () => {
+    const { gate, store, asked, call, text } = await served({
+      profile: "pair",
+      answer: (_p, n) => ({ action: "accept", content: n === 1 ? { approve: true, "/text": "hallo" } : { approve: true } }),
+    });
+    const first = await call({ id: "n1", text: "hello" });
+    expect(asked).toHaveLength(2);
+    expect(first._meta?.[MCP_META.approval]).toBeDefined();
+    expect(store.writes).toBe(0);
+    const [request] = await gate.approvals.list();
+    expect(request).toMatchObject({ status: "pending", edit: { version: 1, by: expect.stringMatching(/^mcp:/) } });
+    await gate.approvals.grant(request!.id, { by: gate.authority.owner(), expect: { version: 1, previewHash: request!.edit!.previewHash } });
+    const second = await call({ id: "n1", text: "hello" });
+    expect(store.notes.get("n1")).toBe("hallo");
+    expect(store.writes).toBe(1);
+    expect(text(second)).toContain(NOTICE);
+    expect(asked).toHaveLength(2);
+  });
+
   it("a request an operator already edited is not asked in band: it waits for an operator, nothing ran", async () => {
     const { gate, store, asked, call } = await served({ profile: "pair", answer: () => ({ action: "accept", content: { approve: true } }) });
     // First call: the client's human approves version 0 (one of two approvals).
