@@ -3,6 +3,7 @@
  * one per class, each asserting that nothing was written (the journal's head did not move) and the
  * request is as it was; then what an accepted edit writes.
  */
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Approver } from "../authority/types.js";
@@ -130,6 +131,26 @@ async function bothRefuse(gate: AnyGate, id: string, by: Approver, input: unknow
   return errors;
 }
 
+/** A request written straight to the journal, as an older gate, a held output or a mid-call ask would have. */
+function rawRequest(journal: AnyGate["journal"], id: string, fields: Partial<Parameters<AnyGate["journal"]["requestApproval"]>[0]>) {
+  return journal.requestApproval({
+    toolId: "desk.send_mail",
+    inputHash: createHash("sha256").update(id).digest("hex"),
+    principal: "agent-1",
+    tenant: "t1",
+    previewHash: "p".repeat(64),
+    preview: { summary: "s" },
+    target: undefined,
+    invocationId: "inv",
+    createdAt: new Date().toISOString(),
+    expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    kind: "call",
+    id,
+    idempotencyKey: id,
+    ...fields,
+  });
+}
+
 describe("the desk refuses an edit outside the schema", () => {
   it.each([
     ["a wrong type", { ...MAIL, to: "ann@ok.test" }],
@@ -178,6 +199,20 @@ describe("the desk refuses an edit outside the editable fields", () => {
     expect(ok.changes).toEqual([{ path: "/meta/tag", before: "a", after: "b" }]);
   });
 
+  it("a request recorded with wider fields than the manifest allows now (manifest narrowed since) → edit_refused", async () => {
+    const { gate, journal } = fixture();
+    const { request } = await rawRequest(journal, "apr_wide", { input: MAIL, inputRedacted: false, editable: [""] });
+    const [error] = await bothRefuse(
+      gate,
+      request.id,
+      gate.authority.owner(),
+      { ...MAIL, account: "boss@ok.test" },
+      { version: 0, previewHash: request.previewHash },
+      "edit_refused",
+    );
+    expect(error!.details).toEqual({ paths: ["/account"] });
+  });
+
   it("more than 64 changed members → edit_refused; an edit that changes nothing → edit_refused", async () => {
     const { gate, call } = fixture();
     const { id, expect: seen } = await ask(gate, call, "desk.tag", { tags: {} });
@@ -199,18 +234,6 @@ describe("the desk refuses to edit a request that cannot be edited", () => {
 
   it("a held output's request, a mid-call ask, a redacted original, one written without its input → edit_refused", async () => {
     const { gate, journal } = fixture();
-    const base = {
-      toolId: "desk.send_mail",
-      inputHash: "h".repeat(64),
-      principal: "agent-1",
-      tenant: "t1",
-      previewHash: "p".repeat(64),
-      preview: { summary: "s" },
-      target: undefined,
-      invocationId: "inv",
-      createdAt: new Date().toISOString(),
-      expiresAt: new Date(Date.now() + 60_000).toISOString(),
-    };
     const variants = [
       { kind: "output" as const, editable: false as const },
       { kind: "call" as const, editable: false as const, input: MAIL, inputRedacted: false },
@@ -218,7 +241,8 @@ describe("the desk refuses to edit a request that cannot be edited", () => {
       { kind: "call" as const, editable: ["/body"] },
     ];
     for (const [n, variant] of variants.entries()) {
-      const { request } = await journal.requestApproval({ ...base, ...variant, id: `apr_${n}`, idempotencyKey: `k${n}` });
+      const { request, created } = await rawRequest(journal, `apr_${n}`, variant);
+      expect(created).toBe(true);
       await bothRefuse(
         gate,
         request.id,
