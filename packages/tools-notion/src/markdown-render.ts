@@ -1,6 +1,5 @@
 import type { BlockObjectResponse, RichTextItemResponse } from "@notionhq/client";
-import type { BlockContent, ListItem, PhrasingContent, Root, RootContent } from "mdast";
-import { serializeMarkdown } from "./markdown-syntax.js";
+import { serializeMarkdown, type BlockContent, type ListItem, type PhrasingContent, type Root, type RootContent } from "./markdown-syntax.js";
 
 /** A block with its children already fetched. */
 export interface BlockNode {

@@ -1,6 +1,5 @@
 import type { BlockObjectRequest, BlockObjectResponse } from "@notionhq/client";
-import type { Definition, Nodes, PhrasingContent, RootContent } from "mdast";
-import { parseMarkdown, serializeMarkdown } from "./markdown-syntax.js";
+import { parseMarkdown, serializeMarkdown, type Definition, type Nodes, type PhrasingContent, type RootContent } from "./markdown-syntax.js";
 
 export { blocksToMarkdown, richTextToMarkdown } from "./markdown-render.js";
 export type { BlockNode } from "./markdown-render.js";
