@@ -11,6 +11,10 @@ export function refuseRequest(input: ApprovalRequestInput): void {
     throw new ToolError("config_invalid", `approvalsNeeded is 1 or 2, not ${String(input.approvalsNeeded)}`);
   if (input.callRef !== undefined && (typeof input.callRef !== "string" || input.callRef.length > 256))
     throw new ToolError("invalid_input", "callRef is a string of at most 256 characters");
+  const { editable, inputRedacted } = input;
+  if (editable !== undefined && editable !== false && !(Array.isArray(editable) && editable.every((p) => typeof p === "string")))
+    throw new ToolError("config_invalid", "editable is false or a list of JSON Pointers");
+  if (inputRedacted !== undefined && typeof inputRedacted !== "boolean") throw new ToolError("config_invalid", "inputRedacted is a boolean");
 }
 
 /**

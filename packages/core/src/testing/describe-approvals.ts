@@ -58,10 +58,13 @@ export function itDecidesApprovals(withJournal: WithJournal): void {
   );
 
   it(
-    "refuses a request it could not read back (approvalsNeeded other than 1 or 2, a callRef that is not a short string), writing nothing",
+    "refuses a request it could not read back (approvalsNeeded other than 1 or 2, a callRef that is not a short string, editable fields or redaction of another shape), writing nothing",
     withJournal(async ({ journal }) => {
       for (const approvalsNeeded of [0, 3, 1.5, "2"]) {
         await expect(journal.requestApproval(sampleRequest("r1", { approvalsNeeded } as never))).rejects.toSatisfy((e) => ToolError.is(e, "config_invalid"));
+      }
+      for (const odd of [{ editable: true }, { editable: "/to" }, { editable: ["/to", 1] }, { inputRedacted: "no" }]) {
+        await expect(journal.requestApproval(sampleRequest("r1", odd as never))).rejects.toSatisfy((e) => ToolError.is(e, "config_invalid"));
       }
       for (const callRef of [42, "x".repeat(257)]) {
         await expect(journal.requestApproval(sampleRequest("r1", { callRef } as never))).rejects.toSatisfy((e) => ToolError.is(e, "invalid_input"));
