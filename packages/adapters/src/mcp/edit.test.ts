@@ -134,12 +134,15 @@ describe("MCP elicitation with edits (a client whose record enables elicitation)
   it("an answer with a property the form did not offer is refused by name: nothing granted, nothing ran", async () => {
     const { gate, store, call, text } = await served({
       profile: "text-only",
-      answer: () => ({ action: "accept", content: { approve: true, "/text": "hello", "/id": "other" } }),
+      answer: () => ({ action: "accept", content: { approve: true, "/text": "hello", "/id": "other", "/x\u202Ey\u{E0041}": 1 } }),
     });
     const result = await call({ id: "n1", text: "hello" });
     expect(result.isError).toBe(true);
     expect(result._meta?.[MCP_META.error]).toMatchObject({ code: "edit_refused" });
     expect(text(result)).toContain('"/id"');
+    // The client's own property names are shown with their hidden characters made visible.
+    expect(text(result)).toContain("/x\\u202ey\\u{e0041}");
+    expect(JSON.stringify(result)).not.toMatch(/[\u202A-\u202E]|\u{E0041}/u);
     expect(store.writes).toBe(0);
     expect((await gate.approvals.list()).map((r) => r.status)).toEqual(["pending"]);
   });

@@ -27,7 +27,10 @@ const HIDDEN_ALL = new RegExp(HIDDEN.source, "gu");
 
 /** Hidden characters written as `\uXXXX`, so a client shows them rather than acting on them. */
 export function shown(text: string): string {
-  return text.replace(HIDDEN_ALL, (ch) => [...ch].map((c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, "0")}`).join(""));
+  return text.replace(HIDDEN_ALL, (ch) => {
+    const code = ch.codePointAt(0)!;
+    return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
 }
 
 const pointerOf = (name: string) => `/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`;
@@ -98,7 +101,7 @@ export function notOffered(content: Record<string, unknown> | undefined, fields:
   return Object.keys(content ?? {})
     .filter((k) => !offered.has(k))
     .slice(0, 5)
-    .map((k) => JSON.stringify(shown(k.slice(0, 64))));
+    .map((k) => shown(JSON.stringify(k.slice(0, 64))));
 }
 
 /**
