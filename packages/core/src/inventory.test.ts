@@ -103,3 +103,23 @@ describe("renderOperatorDocs", () => {
     expect(renderOperatorDocs(buildInventory(registry, { profiles: [reader, admin] }))[0]!.content).toBe(page);
   });
 });
+
+describe("edits in the inventory and the operator docs", () => {
+  const narrow = defineProfile({ ...admin, name: "narrow", approvalEdits: { "notes.add_note": ["/text"], "notes.*": false } });
+
+  it("shows what an approver may edit, each profile that narrows it, and warns of an editable id", () => {
+    const inventory = buildInventory(registry, { profiles: [admin, narrow] });
+    const add = inventory.tools.find((t) => t.id === "notes.add_note")!;
+    expect(add.edits).toEqual({
+      fields: [""],
+      profiles: [{ profile: "narrow", fields: false }],
+      warnings: [expect.stringContaining("/id is editable")],
+    });
+    const docs = renderOperatorDocs(inventory)
+      .map((page) => page.content)
+      .join("\n");
+    expect(docs).toContain("| An approver may edit | the whole input");
+    expect(docs).toContain("| Edits per profile | `narrow`: nothing: approve or deny as asked |");
+    expect(docs).toContain("/id is editable");
+  });
+});

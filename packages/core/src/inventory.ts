@@ -1,3 +1,5 @@
+import { pointerSegment, pointerSegments } from "./edit-fields.js";
+import { editableFor } from "./gate/edit-allowance.js";
 import { limitsFor } from "./limits/match.js";
 import { evaluatePolicy } from "./policy.js";
 import type { Profile } from "./profile.js";
@@ -20,6 +22,16 @@ export interface InventoryEntry extends ToolDescriptor {
   readonly refusedBy: readonly { readonly profile: string; readonly reason: string }[];
   /** The limits that bound its calls, for each profile that reaches it, in the profile's order. */
   readonly limits: readonly InventoryLimit[];
+  /**
+   * What an approver may edit before a call runs: the manifest's fields (`false`: nothing, `[""]`: the
+   * whole input), each reaching profile that narrows them, and warnings (an editable id: a preview of
+   * the edit reads whatever object it names, as the caller).
+   */
+  readonly edits: {
+    readonly fields: false | readonly string[];
+    readonly profiles: readonly { readonly profile: string; readonly fields: false | readonly string[] }[];
+    readonly warnings: readonly string[];
+  };
 }
 
 /** One limit of one profile on a tool: a window (`per`, `max`, `windowMs`) or calls in flight per worker (`maxConcurrent`). */
@@ -64,6 +76,8 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
       const reachableBy: string[] = [];
       const refusedBy: { profile: string; reason: string }[] = [];
       const limits: InventoryLimit[] = [];
+      const fields = editableFor(manifest, undefined);
+      const narrowed: { profile: string; fields: false | readonly string[] }[] = [];
       for (const profile of profiles) {
         const decision = evaluatePolicy(manifest, profile);
         if (decision.kind !== "allow") {
@@ -71,6 +85,8 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
           continue;
         }
         reachableBy.push(profile.name);
+        const own = editableFor(manifest, profile);
+        if (JSON.stringify(own) !== JSON.stringify(fields)) narrowed.push({ profile: profile.name, fields: own });
         for (const l of limitsFor(profile, manifest.id))
           limits.push(
             l.kind === "window"
@@ -85,9 +101,21 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
         reachableBy,
         refusedBy,
         limits,
+        edits: { fields, profiles: narrowed, warnings: idWarnings(fields, descriptor.inputSchema) },
       };
     }),
   };
+}
+
+/** Editable fields named like ids (`…Id`, `…_id`, `id`); for the whole input, its top-level members so named. */
+function idWarnings(fields: false | readonly string[], inputSchema: unknown): string[] {
+  if (fields === false) return [];
+  const idLike = (name: string | undefined) => name !== undefined && /(^|[a-z0-9_])(id|Id|ID)$/.test(name);
+  const props = (inputSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+  const named = fields
+    .flatMap((f) => (f === "" ? Object.keys(props).map((k) => `/${pointerSegment(k)}`) : [f]))
+    .filter((f) => idLike(pointerSegments(f).at(-1)));
+  return named.map((f) => `${f} is editable: an approver's edit of an id makes the edit's preview read the object it names, as the caller`);
 }
 
 function reasonText(decision: ReturnType<typeof evaluatePolicy>): string {

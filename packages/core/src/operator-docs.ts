@@ -63,6 +63,7 @@ function toolSection(t: InventoryEntry, withProfiles: boolean): string[] {
     `| Tokens required (all) | ${t.requiredAllowlist.map(code).join(", ") || "none"} |`,
     `| Risk | ${t.risk} |`,
     `| Approval | ${approvalText(t)} |`,
+    ...(t.approval === "never" ? [] : [`| An approver may edit | ${editsText(t.edits.fields)} |`]),
     `| Idempotent / retryable / reversible | ${yes(t.idempotent)} / ${yes(t.retryable)} / ${yes(t.reversible)} |`,
     `| Deadline | ${t.timeoutMs} ms |`,
     `| Sovereignty | ${t.sovereignty} |`,
@@ -77,6 +78,9 @@ function toolSection(t: InventoryEntry, withProfiles: boolean): string[] {
           `| Reachable by | ${t.reachableBy.map(code).join(", ") || "no profile"} |`,
           ...(t.refusedBy.length > 0 ? [`| Refused for | ${t.refusedBy.map((r) => `${code(r.profile)} (${escapeCell(r.reason)})`).join("; ")} |`] : []),
           ...(t.limits.length > 0 ? [`| Limits | ${t.limits.map(limitText).join("; ")} |`] : []),
+          ...(t.approval !== "never" && t.edits.profiles.length > 0
+            ? [`| Edits per profile | ${t.edits.profiles.map((p) => `${code(p.profile)}: ${editsText(p.fields)}`).join("; ")} |`]
+            : []),
         ]
       : []),
     "",
@@ -123,8 +127,15 @@ function approvalText(t: InventoryEntry): string {
   }
 }
 
+function editsText(fields: false | readonly string[]): string {
+  if (fields === false) return "nothing: approve or deny as asked";
+  if (fields.includes("")) return "the whole input (checked against the schema, its preview shown again)";
+  return `${fields.map(code).join(", ")} (checked against the schema, its preview shown again)`;
+}
+
 function inspectList(t: InventoryEntry): string[] {
   const items: string[] = [];
+  if (t.approval !== "never") for (const warning of t.edits.warnings) items.push(escapeCell(warning));
   if (t.mutates) items.push(`the audit journal's \`intent.recorded\` and \`intent.settled\` events for ${code(t.id)}: each effect has its intent first`);
   if (t.effect === "destructive") items.push("destructive: check that only trusted profiles hold its tokens, and that approvals name a real approver");
   if (!t.idempotent && t.mutates) items.push("not idempotent: outbox entries left `unknown` after a crash need a human decision; they are never replayed");
