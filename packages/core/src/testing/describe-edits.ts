@@ -112,6 +112,23 @@ export function itApprovesEdits(withJournal: WithJournal): void {
   );
 
   it(
+    "refuses an edit of a request no longer pending (granted, denied, consumed) or expired, and the edit is not kept",
+    withJournal(async ({ journal }) => {
+      const granted = await editedAndGranted(journal, "r1");
+      const again = editGrant(editOf(granted, "again", "op_bo", granted.edit!.inputHash), expectOf(granted));
+      await unchanged(journal, "r1", () => journal.decideApproval("r1", again), code("approval_consumed"));
+      const denied = (await journal.requestApproval(editableRequest("r2"))).request;
+      await journal.decideApproval("r2", { kind: "deny", approver: "op_bo", via: "owner", reason: "no", at: at(500) });
+      await unchanged(journal, "r2", () => journal.decideApproval("r2", editGrant(editOf(denied, "fixed"), expectOf(denied))), code("approval_consumed"));
+      const late = (await journal.requestApproval(editableRequest("r3", { expiresAt: at(100) }))).request;
+      await expect(journal.decideApproval("r3", editGrant(editOf(late, "fixed"), expectOf(late)))).rejects.toSatisfy(code("approval_expired"));
+      expect(await journal.getApproval("r3")).toMatchObject({ status: "expired" });
+      expect((await journal.getApproval("r3"))?.edit).toBeUndefined();
+      expect((await journal.readAudit()).some((e) => e.type === "approval.edited" && e.data["requestId"] !== "r1")).toBe(false);
+    }),
+  );
+
+  it(
     "keeps an edit as the request's next version: approval.edited then approval.granted, both inputs in the row, approvals named by version",
     withJournal(async ({ journal }) => {
       const asked = (await journal.requestApproval(editableRequest("r1"))).request;
@@ -228,6 +245,11 @@ export function itApprovesEdits(withJournal: WithJournal): void {
         ["named, without a grant", () => journal.beginIntent(editedIntent("k1", request))],
         ["named, with an unedited grant", () => journal.beginIntent(editedIntent("k1", request), { grant: checkFor(sampleRequest("r3"), "tok") })],
       ];
+      const asAsked = sampleIntent("k1", { inputHash: request.inputHash, input: request.input });
+      expect(await journal.beginIntent(asAsked, { grant: checkFor(request, "tok") })).toEqual({
+        status: "grant_refused",
+        outcome: { status: "mismatch", mismatched: ["edit"] },
+      });
       for (const [what, attempt] of attempts) {
         const head = await journal.head();
         await expect(attempt(), what).rejects.toSatisfy(code("approval_invalid"));
