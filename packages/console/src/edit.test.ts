@@ -244,6 +244,12 @@ describe("edit, check, approve", () => {
       "done=needs_another",
     );
     const queue = await (await alice.get("/approvals")).text();
+    expect(queue).toContain('<table class="changes">');
+    // A viewer sees that /to changed and the previews (as before), not the input's values as asked.
+    const viewer = await (await (await signedIn(desk, "vera", "viewer")).get("/approvals")).text();
+    expect(viewer).toContain("Changed: <code>/to</code>");
+    expect(viewer).not.toContain("changes");
+    expect(viewer).not.toContain('class="before"');
     expect(queue).toContain("Approvals: 1 of 2");
     expect(queue).toContain(`data-approvals="1/2" data-version="1"`);
     expect((await alice.post(`/approvals/${id}/approve`, formFields(queue, `/approvals/${id}/approve`))).headers.get("location")).toContain("done=granted");

@@ -62,12 +62,16 @@ export function expectOf(form: Readonly<Record<string, unknown>>): { version: nu
   return { version: Number(version), previewHash };
 }
 
-/** An edited request: who edited it, the changes against the input as asked, the preview of the version that would run. */
-function editedPreview(r: ApprovalRequest): Markup {
+/**
+ * An edited request: who edited it, the changes against the input as asked (their values only to
+ * someone who may decide it, as the edit pages; others see the changed paths), the preview of the
+ * version that would run, and the original's preview folded away.
+ */
+function editedPreview(r: ApprovalRequest, mayDecide: boolean): Markup {
   if (!r.edit) return renderPreview(r);
   const { edit } = r;
   return h`<p class="edited">Edited by <strong>${visible(edit.by)}</strong> (version ${String(edit.version)}, ${edit.at}): it runs the edited input.</p>
-${renderChanges(edit.changes)}
+${mayDecide ? renderChanges(edit.changes) : h`<p class="changed">Changed: ${edit.changes.map((c, i) => h`${i > 0 ? ", " : ""}<code>${visible(c.path)}</code>`)}</p>`}
 ${renderPreview({ toolId: r.toolId, preview: edit.preview, target: edit.target })}
 <details class="asked"><summary>The preview of the call as asked</summary>${renderPreview(r)}</details>`;
 }
@@ -84,7 +88,7 @@ function requestCard(r: ApprovalRequest, ctx: { csrf: string; blocked: string | 
     callRef ? h` · call ref <code>${visible(callRef)}</code>` : ""
   }</p>
 ${need > 1 ? h`<p class="approvals">Approvals: ${have.length} of ${need}${have.length > 0 ? h` (${have.map((a) => `${a.by} via ${a.via}`).join(", ")})` : ""}</p>` : ""}</header>
-${editedPreview(r)}
+${editedPreview(r, ctx.blocked === undefined)}
 ${
   ctx.blocked === undefined
     ? h`${mine ? h`<p class="notice">You approved this; it needs a second, different approver.</p>` : ""}<div class="decide">${csrfForm(
