@@ -53,11 +53,12 @@ function phrasing(nodes: readonly PhrasingContent[], defs: Definitions, annotati
   for (const node of nodes) {
     switch (node.type) {
       case "text":
-      case "html":
         text(node.value);
         break;
       case "inlineCode":
-        // Line endings in a code span are spaces (CommonMark 6.1); the tree keeps them as written.
+      case "html":
+        // Raw HTML is shown as code, never as text a later reading could take for a link. Line
+        // endings in a code span are spaces (CommonMark 6.1); the tree keeps them as written.
         text(node.value.replace(/\r\n?|\n/g, " "), { ...annotations, code: true });
         break;
       case "break":
@@ -174,9 +175,6 @@ export function plainRichText(text: string): RichTextRequest[] {
     .map((content) => ({ type: "text" as const, text: { content } }));
 }
 
-/** Raw HTML is kept as text; a paragraph's lines carry no outer whitespace, so neither does this. */
-const htmlText = (value: string) => value.replace(/[ \t]*(\r\n?|\n)[ \t]*/g, "\n").trim();
-
 type TextBlockType = "paragraph" | "heading_1" | "heading_2" | "heading_3" | "bulleted_list_item" | "numbered_list_item" | "to_do" | "quote";
 
 interface Draft {
@@ -192,9 +190,7 @@ function drafts(nodes: readonly RootContent[], defs: Definitions): Draft[] {
   const out: Draft[] = [];
   const withLead = (type: TextBlockType, children: readonly RootContent[], extra: Partial<Draft> = {}): Draft => {
     const [first, ...rest] = children;
-    // Raw HTML leading an item becomes its text, as it would become a paragraph's.
-    const rich =
-      first?.type === "paragraph" ? toRichText(phrasing(first.children, defs)) : first?.type === "html" ? plainRichText(htmlText(first.value)) : undefined;
+    const rich = first?.type === "paragraph" ? toRichText(phrasing(first.children, defs)) : undefined;
     return { type, rich: rich ?? [], ...extra, children: drafts(rich ? rest : children, defs) };
   };
   for (const node of nodes) {
@@ -216,7 +212,7 @@ function drafts(nodes: readonly RootContent[], defs: Definitions): Draft[] {
         out.push({ type: "code", rich: plainRichText(serializeMarkdown(node).trimEnd()), language: "markdown", children: [] });
         break;
       case "html":
-        out.push({ type: "paragraph", rich: plainRichText(htmlText(node.value)), children: [] });
+        out.push({ type: "code", rich: plainRichText(node.value), language: "html", children: [] });
         break;
       case "blockquote":
         out.push(withLead("quote", node.children));
@@ -244,7 +240,7 @@ function drafts(nodes: readonly RootContent[], defs: Definitions): Draft[] {
  * Convert Markdown to Notion blocks through the CommonMark/GFM parser: headings, paragraphs,
  * bulleted, numbered and task lists, quotes, code (fenced and indented), dividers, and inline bold,
  * italic, strike, code and links (reference links resolved, images as links to them). Tables become
- * code blocks holding the table. Children nest to Notion's two levels; deeper ones follow as
+ * code blocks holding the table, raw HTML code. Children nest to Notion's two levels; deeper ones follow as
  * siblings. Text longer than 2,000 characters is split across rich text items, and a block with more
  * than 100 items into several blocks; nothing is refused for its length.
  */
