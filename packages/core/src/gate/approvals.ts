@@ -128,7 +128,7 @@ export function createApprovalDesk(env: GateEnv, authority: Authority): Approval
         redactor.unregister(token);
         return { status: "needs_another", request };
       }
-      telemetry?.approvalDecided(request.toolId, "granted");
+      telemetry?.approvalDecided(request.toolId, "granted", edit === undefined ? undefined : { edited: true });
       return { status: "granted", grant: Object.freeze({ requestId, token, toolId: request.toolId, expiresAt }) };
     },
     async deny(requestId, options) {

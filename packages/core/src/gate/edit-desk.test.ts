@@ -4,6 +4,7 @@
  * request is as it was; then what an accepted edit writes.
  */
 import { createHash } from "node:crypto";
+import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Approver } from "../authority/types.js";
@@ -15,13 +16,14 @@ import type { ApprovalRequest } from "../journal/types.js";
 import { defineTool } from "../manifest.js";
 import { defineProfile, type Profile } from "../profile.js";
 import { createToolRegistry } from "../registry.js";
+import { metricTotal } from "../telemetry/fixtures/traced-gate.js";
 import { createGate, type AnyGate } from "./gate.js";
 
 const SECRET = "s3cret-value-123";
 const isolation = { network: "none", filesystem: "none", secrets: "none", subprocess: "none" } as const;
 const write = { effect: "write", idempotent: true, retryable: true, reversible: false, approval: "always", untrustedOutput: false } as const;
 
-function fixture(options: { profile?: Profile; maxInputBytes?: number; clock?: () => number } = {}) {
+function fixture(options: { profile?: Profile; maxInputBytes?: number; clock?: () => number; meterProvider?: MeterProvider } = {}) {
   const state = { suffix: "", previews: 0, sent: [] as unknown[] };
   const sendMail = defineTool({
     ...write,
@@ -89,6 +91,7 @@ function fixture(options: { profile?: Profile; maxInputBytes?: number; clock?: (
     secrets: [SECRET],
     ...(options.maxInputBytes ? { maxInputBytes: options.maxInputBytes } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.meterProvider ? { telemetry: { meterProvider: options.meterProvider } } : {}),
   });
   const profile = options.profile ?? defineProfile({ name: "p", allow: ["desk:send"], maxRisk: "critical" });
   return { gate, journal, state, call: { principal: "agent-1", tenant: "t1", profile } };
@@ -433,5 +436,26 @@ describe("an accepted edit", () => {
     await refused(gate.approvals.grant(id, { by: bob, expect: v1 }), "approval_invalid");
     expect((await gate.approvals.get(id))!.status).toBe("pending");
     expect((await gate.approvals.grant(id, { by: ada, expect: v1 })).status).toBe("granted");
+  });
+});
+
+describe("telemetry", () => {
+  it("a grant with an edit is counted as granted and edited; a plain grant is not marked edited", async () => {
+    class Reader extends MetricReader {
+      protected override async onForceFlush(): Promise<void> {}
+      protected override async onShutdown(): Promise<void> {}
+    }
+    const reader = new Reader();
+    const { gate, call } = fixture({ meterProvider: new MeterProvider({ readers: [reader] }) });
+    const owner = gate.authority.owner();
+    const edited = await ask(gate, call);
+    const shown = await gate.approvals.previewEdit(edited.id, { by: owner, input: { ...MAIL, to: ["ann@ok.test"] }, expect: edited.expect });
+    await gate.approvals.grant(edited.id, { by: owner, expect: edited.expect, edit: { input: shown.input, previewHash: shown.previewHash } });
+    await gate.approvals.grant((await ask(gate, call, "desk.send_mail", { ...MAIL, subject: "plain" })).id, { by: owner });
+    const data = (await reader.collect()).resourceMetrics;
+    const count = (match: Record<string, unknown>) => metricTotal(data, "toolgate.approvals", { "toolgate.tool.id": "desk.send_mail", ...match });
+    expect([count({ "toolgate.approval.decision": "granted" }), count({ "toolgate.approval.decision": "granted", "toolgate.approval.edited": true })]).toEqual([
+      2, 1,
+    ]);
   });
 });

@@ -32,8 +32,8 @@ export interface Instruments {
 export interface GateTelemetry {
   /** The call's trace, or `undefined` when nothing records (the call then pays nothing more). */
   begin(start: TracedStart): CallTrace | undefined;
-  /** A human granted or denied an approval request (counted by the desk). */
-  approvalDecided(toolId: string, decision: "granted" | "denied"): void;
+  /** A human granted or denied an approval request (counted by the desk); `edited`: granted with an approver's edit. */
+  approvalDecided(toolId: string, decision: "granted" | "denied", facts?: { readonly edited?: boolean }): void;
 }
 
 export const METER_NAME = "@toolgate/core";
@@ -79,9 +79,13 @@ export function createGateTelemetry(options: TelemetryOptions | undefined, redac
         return undefined; // a provider that throws records nothing; the call goes on
       }
     },
-    approvalDecided(toolId, decision) {
+    approvalDecided(toolId, decision, facts) {
       try {
-        activeInstruments()?.approvals.add(1, { "toolgate.tool.id": toolId, "toolgate.approval.decision": decision });
+        activeInstruments()?.approvals.add(1, {
+          "toolgate.tool.id": toolId,
+          "toolgate.approval.decision": decision,
+          ...(facts?.edited ? { "toolgate.approval.edited": true } : {}),
+        });
       } catch {
         // a provider's failure is not the desk's
       }
