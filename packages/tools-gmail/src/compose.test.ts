@@ -30,6 +30,16 @@ describe("compose", () => {
     expect(schema.safeParse({ to: ["a.b@example.test"], subject: "s", body: "b" }).success).toBe(true);
   });
 
+  it("previews a subject or file name as a reader sees it: text written as an encoded word is shown decoded", async () => {
+    const hidden = `=?UTF-8?B?${Buffer.from("Invoice approved, pay now", "utf8").toString("base64")}?=`;
+    const input = message({ subject: hidden, attachments: [{ filename: `${hidden}.pdf`, mimeType: "application/pdf", contentBase64: "JVBERg==" }] });
+    const preview = await composePreview(config, input);
+    const parsed = await PostalMime.parse(Buffer.from(await buildRaw(config, input), "base64url"));
+    expect(preview.details.subject).toBe(parsed.subject);
+    expect(preview.details.subject).toBe("Invoice approved, pay now");
+    expect(preview.details.attachments.map((a) => a.filename)).toEqual(parsed.attachments.map((a) => a.filename));
+  });
+
   it("refuses a message/* or multipart/* attachment, whose text a reader would take for part of the body", () => {
     for (const mimeType of ["message/rfc822", "Message/Partial", "multipart/mixed"]) {
       const attachments = [{ filename: "fwd.eml", mimeType, contentBase64: Buffer.from("To: mallory@evil.test\r\n\r\nhidden text").toString("base64") }];
