@@ -146,6 +146,20 @@ describe("approvals approve --input --preview-hash: the edited call runs once", 
     expect(ranLines()).toHaveLength(1);
   });
 
+  it("terminal controls and bidi overrides in an edit are printed as visible markers (the check, show, audit)", () => {
+    const { id } = ask();
+    const hostile = { name: "todo", text: "milk\u001b[2J\u202eevil" };
+    const checked = toolgate(["approvals", "approve", id, "--input", "-"], { input: JSON.stringify(hostile) });
+    const hash = hashIn(checked.stdout)!;
+    expect(toolgate(["approvals", "approve", id, "--input", "-", "--preview-hash", hash], { input: JSON.stringify(hostile) }).code).toBe(0);
+    const shown = toolgate(["approvals", "show", id]).stdout;
+    for (const out of [checked.stdout, shown]) {
+      expect(out).toContain("milk⟨U+001B⟩[2J⟨U+202E⟩evil");
+      expect(out).not.toMatch(/[\u001b\u202e]/);
+    }
+    expect(toolgate(["audit", "tail"]).stdout).not.toMatch(/[\u001b\u202e]/);
+  });
+
   it("the edited input from stdin with the hash is granted", () => {
     const { id } = ask();
     const hash = hashIn(toolgate(["approvals", "approve", id, "--input", "-"], { input: JSON.stringify(EDITED) }).stdout)!;
