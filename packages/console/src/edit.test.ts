@@ -123,6 +123,15 @@ describe("the form is read strictly", () => {
     expect((await desk.gate.approvals.get(id))?.edit).toBeUndefined();
   });
 
+  it("a form larger than the console takes is refused (413) before it is read", async () => {
+    const id = await pendingRequest(desk, memo);
+    const alice = await signedIn(desk, "alice", "approver");
+    const before = await chainHead();
+    const response = await alice.post(`/approvals/${id}/edit`, { ...(await editForm(alice, id)), "f:/body": "x".repeat(70 * 1024) });
+    expect(response.status).toBe(413);
+    expect(await chainHead()).toBe(before);
+  });
+
   it("JSON that does not parse is 400 naming the field", async () => {
     const id = await pendingRequest(desk, memo);
     const alice = await signedIn(desk, "alice", "approver");
@@ -217,6 +226,9 @@ describe("edit, check, approve", () => {
     // Bob's page still names version 0: refused, not counted.
     expect((await bob.post(`/approvals/${id}/approve`, bobApprove)).status).toBe(409);
     expect((await desk.gate.approvals.get(id))?.status).toBe("pending");
+    // Bob's edit form starts from alice's version, not the input as asked.
+    const bobForm = await editForm(bob, id);
+    expect([bobForm.version, JSON.parse(bobForm["f:/to"]!)]).toEqual(["1", ["ops@example.test"]]);
     // Reloaded, bob sees the edit and approves version 1.
     const fresh = await (await bob.get("/approvals")).text();
     expect(fresh).toContain('data-version="1"');
