@@ -4,7 +4,19 @@ import { hashCanonical, sha256Hex } from "../canonical-json.js";
 import { createMemoryJournal } from "../journal/memory.js";
 import type { IntentInput, Journal } from "../journal/types.js";
 import type { JournalUnderTest } from "./describe-journal.js";
-import { at, checkFor, grantBy, sampleIntent, sampleRequest } from "./journal-samples.js";
+import {
+  at,
+  checkFor,
+  editableRequest,
+  editCheckFor,
+  editedIntent,
+  editGrant,
+  editOf,
+  expectOf,
+  grantBy,
+  sampleIntent,
+  sampleRequest,
+} from "./journal-samples.js";
 
 export function itWritesWhatTheMemoryJournalWrites(withJournal: (fn: (j: JournalUnderTest) => Promise<void>) => () => Promise<void>): void {
   it(
@@ -105,6 +117,17 @@ export function itWritesWhatTheMemoryJournalWrites(withJournal: (fn: (j: Journal
       await both((j) => j.requestApproval({ ...r6, id: "same-r7", createdAt: at(100) }));
       const { tokenHash: _none, ...r6Binding } = checkFor(r6, "none");
       await both((j) => j.consumeGrant({ ...r6Binding, byBinding: true }, { type: "approval.used", at: at(101), data: {} }));
+      // An approver's edit: the edit and its approvals, the edited intent and its edited-run record.
+      const r8 = editableRequest("same-r8", { approvalsNeeded: 2 });
+      await both((j) => j.requestApproval(r8));
+      const r8Edit = editOf(r8, "same fixed", "op_a");
+      await both((j) => j.decideApproval("same-r8", { ...editGrant(r8Edit, expectOf({ ...r8, status: "pending" }), "tok8"), at: at(101) }));
+      const r8Edited = (await reference.getApproval("same-r8"))!;
+      await both((j) => j.decideApproval("same-r8", { ...grantBy("op_b", "tok8", at(600_000), at(101)), expect: expectOf(r8Edited) }));
+      const r8Granted = (await reference.getApproval("same-r8"))!;
+      await both((j) => j.beginIntent(editedIntent("same8", r8Granted, { at: at(101) }), { grant: editCheckFor(r8Granted, "tok8") }));
+      await both((j) => j.editedRun(r8.toolId, r8.inputHash, r8.principal, r8.tenant));
+      expect(await reference.editedRun(r8.toolId, r8.inputHash, r8.principal, r8.tenant)).toMatchObject({ key: "same8", requestId: "same-r8" });
       const rec = (kind: string, id: string, value: unknown, when: number) =>
         both((j) =>
           j.updateRecord(kind, id, (current) => ({ value, event: { type: `${kind}.set`, at: at(when), data: { current: current ?? null } }, result: current })),
@@ -128,6 +151,8 @@ export function itWritesWhatTheMemoryJournalWrites(withJournal: (fn: (j: Journal
       expect(await journal.readAudit()).toEqual(await reference.readAudit());
       expect(await journal.getIntent("same1")).toStrictEqual(await reference.getIntent("same1"));
       expect(await journal.getApproval("same-r3")).toStrictEqual(await reference.getApproval("same-r3"));
+      expect(await journal.getApproval("same-r8")).toStrictEqual(await reference.getApproval("same-r8"));
+      expect(await journal.getIntent("same8")).toStrictEqual(await reference.getIntent("same8"));
       await reference.close();
     }),
   );
