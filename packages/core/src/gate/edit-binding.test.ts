@@ -9,6 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { hashCanonical } from "../canonical-json.js";
 import { defineProfile } from "../profile.js";
+import { recoverOutbox } from "../recovery.js";
 import { grantAsOwner } from "../testing/approver.js";
 import { ask, editAndGrant, editFixture } from "./fixtures/edit-calls.js";
 import type { AnyGate } from "./gate.js";
@@ -73,6 +74,24 @@ describe("a derived-key retry of the original after the edit ran, its preview ch
     expect(retry.status === "approval_required" && retry.requestId).not.toBe(asked.id);
     expect(f.state.moved).toEqual([RIGHT]);
     expect(f.state.events.get("ev1")).toBe("10:00");
+  });
+});
+
+describe("recovery of an edited call", () => {
+  it("an edited intent left unknown on an idempotent tool is replayed with the edited input, never the one asked", async () => {
+    const f = editFixture();
+    const asked = await ask(f.gate, f.call, MOVE, WRONG);
+    await editAndGrant(f.gate, asked.id, RIGHT);
+    f.state.crashMove = true;
+    expect(await f.gate.invoke(MOVE, WRONG, f.call)).toMatchObject({ status: "error", boundary: "effect_state_unknown" });
+    f.state.crashMove = false;
+    const report = await recoverOutbox(f.gate, { olderThanMs: 0, clock: () => Date.now() + 1000 }); // the entry is older than now, whatever the millisecond
+    expect(report.entries.map((e) => e.action)).toEqual(["replayed"]);
+    expect(f.state.moved).toEqual([RIGHT, RIGHT]);
+    expect(f.state.events.get("ev1")).toBe("11:00");
+    // The caller's retry of the original replays the recovered result, with the notice.
+    expect(await f.gate.invoke(MOVE, WRONG, f.call)).toMatchObject({ status: "ok", replayed: true, edited: { requestId: asked.id } });
+    expect(f.state.moved).toHaveLength(2);
   });
 });
 
