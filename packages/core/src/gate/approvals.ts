@@ -56,6 +56,13 @@ export interface ApprovalDesk {
   deny(requestId: string, options: DenyOptions): Promise<ApprovalRequest>;
 }
 
+/** A decision's `expect` as a plain copy, read once (a getter cannot say one thing to the desk and another to the journal). */
+function snapshot(expect: unknown): ApprovalExpectation | undefined {
+  if (typeof expect !== "object" || expect === null) return expect as undefined;
+  const { version, previewHash } = expect as Record<string, unknown>;
+  return { version, previewHash } as ApprovalExpectation;
+}
+
 export const DEFAULT_GRANT_TTL_MS = 10 * 60_000;
 export const MAX_GRANT_TTL_MS = 24 * 60 * 60_000;
 
@@ -79,7 +86,7 @@ export function createApprovalDesk(env: GateEnv, authority: Authority): Approval
     async previewEdit(requestId, options) {
       const { request, live } = await decider(requestId, options);
       previewed(request.id, live.id);
-      return checkEdit(env, request, options.input, options?.expect);
+      return checkEdit(env, request, options.input, snapshot(options.expect));
     },
     async grant(requestId, options) {
       const ttlMs = options?.ttlMs ?? DEFAULT_GRANT_TTL_MS;
@@ -87,13 +94,16 @@ export function createApprovalDesk(env: GateEnv, authority: Authority): Approval
         throw new ToolError("config_invalid", `ttlMs must be a whole number of milliseconds between 1 and ${MAX_GRANT_TTL_MS}`);
       }
       const { request: asked, live } = await decider(requestId, options);
-      if (options?.edit !== undefined || options?.expect !== undefined || asked.edit !== undefined) refuseStale(asked, options?.expect);
+      // Read once: what is checked here is what the journal is handed.
+      const expect = snapshot(options?.expect);
+      const proposed: { readonly input: unknown; readonly previewHash: unknown } | undefined =
+        options?.edit === undefined ? undefined : { input: options.edit?.input, previewHash: options.edit?.previewHash };
+      if (proposed !== undefined || expect !== undefined || asked.edit !== undefined) refuseStale(asked, expect);
       let edit: ApprovalEditInput | undefined;
-      if (options?.edit !== undefined) {
+      if (proposed !== undefined) {
         previewed(asked.id, `${live.id}\u0000grant`);
-        const seen: unknown = options?.edit?.previewHash;
-        const checked = await checkEdit(env, asked, options?.edit?.input, options?.expect);
-        if (checked.previewHash !== seen) {
+        const checked = await checkEdit(env, asked, proposed.input, expect);
+        if (checked.previewHash !== proposed.previewHash) {
           throw new ToolError("approval_invalid", `the preview of the edit of ${requestId} changed while you looked: check the edit again`);
         }
         const { input, inputHash, preview, previewHash, target, changes } = checked;
@@ -117,7 +127,7 @@ export function createApprovalDesk(env: GateEnv, authority: Authority): Approval
           tokenHash: sha256Hex(token),
           grantExpiresAt: expiresAt,
           at: new Date(at).toISOString(),
-          ...(options?.expect === undefined ? {} : { expect: { version: options?.expect.version, previewHash: options?.expect.previewHash } }),
+          ...(expect === undefined ? {} : { expect }),
           ...(edit === undefined ? {} : { edit }),
         }));
       } catch (error) {

@@ -320,7 +320,18 @@ describe("a stale view decides nothing", () => {
       { version: "0", previewHash: seen.previewHash },
     ]) {
       await bothRefuse(gate, id, gate.authority.owner(), input, stale, "approval_invalid");
+      if (stale !== undefined) await refused(gate.approvals.grant(id, { by: gate.authority.owner(), expect: stale as never }), "approval_invalid");
     }
+    // An expect whose getter tells the desk one version and the journal another is read once.
+    let reads = 0;
+    const shifty = {
+      get version() {
+        return reads++ === 0 ? 0 : 7;
+      },
+      previewHash: seen.previewHash,
+    };
+    expect((await gate.approvals.grant(id, { by: gate.authority.owner(), expect: shifty })).status).toBe("granted");
+    expect(reads).toBe(1);
   });
 
   it("once edited, a grant without expect, or naming version 0, is refused; naming the edit's version it is granted", async () => {
