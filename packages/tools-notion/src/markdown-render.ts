@@ -1,4 +1,4 @@
-import type { BlockObjectResponse, RichTextItemResponse } from "@notionhq/client";
+import type { BlockObjectRequest, BlockObjectResponse, RichTextItemResponse } from "@notionhq/client";
 import { serializeMarkdown, type BlockContent, type ListItem, type PhrasingContent, type Root, type RootContent } from "./markdown-syntax.js";
 
 /** A block with its children already fetched. */
@@ -185,4 +185,41 @@ function content(nodes: readonly BlockNode[]): RootContent[] {
 export function blocksToMarkdown(nodes: readonly BlockNode[]): string {
   const root: Root = { type: "root", children: content(nodes) };
   return serializeMarkdown(root).replace(/\n$/, "");
+}
+
+type RichTextRequestItem = { text?: { content: string; link?: { url: string } | null }; annotations?: Partial<RichTextItemResponse["annotations"]> };
+
+/** Rich text items of a write request as Notion stores them (plain text, default marks, the link as href). */
+export function requestRichText(items: readonly RichTextRequestItem[]): RichTextItemResponse[] {
+  return items.map((r) => {
+    const content = r.text?.content ?? "";
+    const annotations = { bold: false, italic: false, strikethrough: false, underline: false, code: false, color: "default", ...r.annotations };
+    return {
+      type: "text",
+      text: { content, link: r.text?.link ?? null },
+      annotations,
+      plain_text: content,
+      href: r.text?.link?.url ?? null,
+    } as RichTextItemResponse;
+  });
+}
+
+/** Block requests as the blocks Notion holds once they are written, children included. */
+export function requestsAsNodes(blocks: readonly BlockObjectRequest[]): BlockNode[] {
+  return blocks.map((block, index) => {
+    const type = (block as { type: string }).type;
+    const {
+      children = [],
+      rich_text,
+      ...rest
+    } = (block as unknown as Record<string, { children?: BlockObjectRequest[]; rich_text?: RichTextRequestItem[] }>)[type] ?? {};
+    const stored = {
+      object: "block",
+      id: `new-${index}`,
+      type,
+      has_children: children.length > 0,
+      [type]: { ...rest, ...(rich_text ? { rich_text: requestRichText(rich_text) } : {}) },
+    };
+    return { block: stored as unknown as BlockObjectResponse, children: requestsAsNodes(children) };
+  });
 }

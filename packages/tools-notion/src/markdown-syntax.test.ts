@@ -1,6 +1,6 @@
 import type { BlockObjectRequest, BlockObjectResponse, RichTextItemResponse } from "@notionhq/client";
 import { describe, expect, it } from "vitest";
-import { blocksToMarkdown, inlineMarkdownToRichText, markdownToBlocks, richTextToMarkdown } from "./markdown.js";
+import { blocksToMarkdown, inlineMarkdownToRichText, markdownPreview, markdownToBlocks, richTextPreview, richTextToMarkdown } from "./markdown.js";
 
 type Rich = { text: { content: string; link?: { url: string } }; annotations?: Record<string, boolean> };
 const rich = (block: BlockObjectRequest): Rich[] =>
@@ -115,5 +115,14 @@ describe("Notion blocks to markdown", () => {
       block("child_page", { title: "Vendor notes" }),
     ]);
     expect(markdown).toBe("## Agenda\n\n- Ship the **release**\n- [x] done\n\n[child page: Vendor notes]");
+  });
+});
+
+describe("previews: what Notion will hold, from the blocks that are sent", () => {
+  it("shows a refused link as the text Notion gets, and marks as the blocks carry them", () => {
+    expect(markdownPreview("See [the code](javascript:alert(1)) and **this**\n\n<b>raw</b>")).toBe(
+      "See the code (javascript:alert(1)) and **this**\n\n`<b>`raw`</b>`",
+    );
+    expect(richTextPreview(inlineMarkdownToRichText("[a](https://example.com) *b*"))).toBe("[a](https://example.com) *b*");
   });
 });

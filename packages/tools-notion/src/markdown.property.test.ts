@@ -4,46 +4,19 @@
  * holds) and for generated Markdown, the blocks of the rendered Markdown are the blocks first made,
  * and rendering them again gives the same Markdown.
  */
-import type { BlockObjectRequest, BlockObjectResponse, RichTextItemResponse } from "@notionhq/client";
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { blocksToMarkdown, markdownToBlocks, type BlockNode } from "./markdown.js";
+import { blocksToMarkdown, markdownToBlocks, requestsAsNodes } from "./markdown.js";
 
 const corpus = JSON.parse(readFileSync(new URL("./fixtures/markdown-corpus.json", import.meta.url), "utf8")) as { sections: Record<string, string[]> };
 const MARKDOWN_CORPUS = Object.entries(corpus.sections).flatMap(([section, examples]) => examples.map((markdown) => ({ section, markdown })));
 
-type RichRequest = { text: { content: string; link?: { url: string } | null }; annotations?: Record<string, boolean> };
-
-/** A block request as Notion gives it back when read. */
-function stored(block: BlockObjectRequest, index: number): BlockNode {
-  const type = (block as { type: string }).type;
-  const { children = [], rich_text, ...rest } = (block as unknown as Record<string, { children?: BlockObjectRequest[]; rich_text?: RichRequest[] }>)[type]!;
-  const rich = (rich_text ?? []).map(
-    (r): RichTextItemResponse =>
-      ({
-        type: "text",
-        text: { content: r.text.content, link: r.text.link ?? null },
-        annotations: { bold: false, italic: false, strikethrough: false, underline: false, code: false, color: "default", ...r.annotations },
-        plain_text: r.text.content,
-        href: r.text.link?.url ?? null,
-      }) as RichTextItemResponse,
-  );
-  const response = {
-    object: "block",
-    id: `b${index}`,
-    type,
-    has_children: children.length > 0,
-    [type]: { ...rest, ...(rich_text ? { rich_text: rich } : {}) },
-  };
-  return { block: response as unknown as BlockObjectResponse, children: children.map(stored) };
-}
-
 function roundTrip(markdown: string) {
   const first = markdownToBlocks(markdown);
-  const rendered = blocksToMarkdown(first.map(stored));
+  const rendered = blocksToMarkdown(requestsAsNodes(first));
   const again = markdownToBlocks(rendered);
-  return { first, rendered, again, renderedAgain: blocksToMarkdown(again.map(stored)) };
+  return { first, rendered, again, renderedAgain: blocksToMarkdown(requestsAsNodes(again)) };
 }
 
 describe("Markdown → blocks → Markdown is stable", () => {

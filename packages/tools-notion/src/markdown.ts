@@ -1,7 +1,9 @@
 import type { BlockObjectRequest, BlockObjectResponse } from "@notionhq/client";
 import { parseMarkdown, serializeMarkdown, type Definition, type Nodes, type PhrasingContent, type RootContent } from "./markdown-syntax.js";
 
-export { blocksToMarkdown, richTextToMarkdown } from "./markdown-render.js";
+import { blocksToMarkdown, requestRichText, requestsAsNodes, richTextToMarkdown } from "./markdown-render.js";
+
+export { blocksToMarkdown, requestsAsNodes, richTextToMarkdown } from "./markdown-render.js";
 export type { BlockNode } from "./markdown-render.js";
 
 type ParagraphRequest = Extract<BlockObjectRequest, { paragraph: unknown }>;
@@ -247,6 +249,19 @@ function drafts(nodes: readonly RootContent[], defs: Definitions): Draft[] {
 export function markdownToBlocks(markdown: string): BlockObjectRequest[] {
   const tree = parseMarkdown(markdown);
   return drafts(tree.children, definitions(tree)).flatMap((d) => toRequests(d, 0));
+}
+
+/**
+ * What a human approves for Markdown sent to Notion: the blocks `markdownToBlocks` makes from it,
+ * written back as Markdown — the page's content as Notion will hold it, not the text as typed.
+ */
+export function markdownPreview(markdown: string): string {
+  return blocksToMarkdown(requestsAsNodes(markdownToBlocks(markdown)));
+}
+
+/** What a human approves for rich text sent to Notion (a comment): those items written as Markdown. */
+export function richTextPreview(items: readonly RichTextRequest[]): string {
+  return richTextToMarkdown(requestRichText(items as Parameters<typeof requestRichText>[0]));
 }
 
 function toRequests(draft: Draft, depth: number): BlockObjectRequest[] {
