@@ -1,6 +1,6 @@
 import { defineTool, ToolError } from "@toolgate/core";
 import { z } from "zod";
-import { chunkBlocks, markdownToBlocks } from "../markdown.js";
+import { chunkBlocks, markdownPreview, markdownToBlocks } from "../markdown.js";
 import { notionCaller, isolation } from "../client.js";
 import { connector, NOTION_WRITE_CONSENT } from "../permissions.js";
 import { notionId } from "../pages.js";
@@ -26,7 +26,11 @@ export function createAppendBlocksTool(settings: NotionSettings) {
     // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
     edits: { fields: ["/markdown"] },
     approval: "always",
-    preview: (input) => ({ summary: `Append content to Notion page ${input.pageId}`, details: { pageId: input.pageId }, body: input.markdown }),
+    preview: (input) => ({
+      summary: `Append content to Notion page ${input.pageId}`,
+      details: { pageId: input.pageId },
+      body: markdownPreview(input.markdown),
+    }),
     idempotent: false,
     retryable: false,
     reversible: false,
