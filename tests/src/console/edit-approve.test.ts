@@ -222,6 +222,9 @@ describeInBrowser("console in Chromium: approve with edits (mail and calendar, G
     expect(await stale.text()).toContain("changed since you looked");
     expect((await desk.project.request(id)).status).toBe("pending");
 
+    // The open page learns of the edit without a reload (the live queue replaces the card) …
+    await bob.locator(`article[data-request-id="${id}"][data-version="1"]`).waitFor({ timeout: 15_000 });
+    // … and a reload shows the same.
     await bob.reload();
     const fresh = bob.locator(`article[data-request-id="${id}"]`);
     expect(await fresh.innerText()).toContain("Edited by");
