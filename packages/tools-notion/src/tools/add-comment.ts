@@ -1,6 +1,6 @@
 import { defineTool } from "@toolgate/core";
 import { z } from "zod";
-import { inlineMarkdownToRichText, MAX_RICH_TEXT_ITEMS } from "../markdown.js";
+import { inlineMarkdownToRichText, MAX_RICH_TEXT_ITEMS, richTextPreview } from "../markdown.js";
 import { notionCaller, isolation } from "../client.js";
 import { connector, NOTION_WRITE_CONSENT } from "../permissions.js";
 import { notionId } from "../pages.js";
@@ -27,7 +27,7 @@ export function createAddCommentTool(settings: NotionSettings) {
     preview: (input) => ({
       summary: "pageId" in input ? `Comment on Notion page ${input.pageId}` : `Reply in Notion discussion ${input.discussionId}`,
       details: "pageId" in input ? { pageId: input.pageId } : { discussionId: input.discussionId },
-      body: input.text,
+      body: richTextPreview(inlineMarkdownToRichText(input.text).slice(0, MAX_RICH_TEXT_ITEMS)),
     }),
     idempotent: false,
     retryable: false,

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { isFullPage } from "@notionhq/client";
 import { defineTool, ToolError } from "@toolgate/core";
 import { z } from "zod";
-import { chunkBlocks, markdownToBlocks } from "../markdown.js";
+import { chunkBlocks, markdownPreview, markdownToBlocks } from "../markdown.js";
 import { notionCaller, isolation } from "../client.js";
 import { connector, NOTION_WRITE_CONSENT } from "../permissions.js";
 import { notionId, propertyInput, propertyRequest } from "../pages.js";
@@ -44,7 +44,7 @@ export function createCreatePageTool(settings: NotionSettings) {
     preview: (input) => ({
       summary: `Create Notion page ${JSON.stringify(input.title)} in database ${"databaseId" in input.parent ? input.parent.databaseId : input.parent.dataSourceId}`,
       details: { parent: input.parent, title: input.title, properties: input.properties ?? {} },
-      ...(input.markdown ? { body: input.markdown } : {}),
+      ...(input.markdown ? { body: markdownPreview(input.markdown) } : {}),
     }),
     idempotent: true,
     retryable: true,
