@@ -290,6 +290,39 @@ describe("only an approver who may decide the request may edit it", () => {
   });
 });
 
+describe("sessions and linked credentials", () => {
+  it("an ended session edits nothing (approver_invalid)", async () => {
+    const { gate, call } = fixture();
+    const { loginToken } = await gate.authority.operators.add("alma", { role: "approver" }, gate.authority.owner());
+    const signedIn = (await gate.authority.login(loginToken))!;
+    const { id, expect: seen } = await ask(gate, call);
+    await gate.authority.logout(signedIn.session);
+    await bothRefuse(gate, id, signedIn.approver, { ...MAIL, to: ["ann@ok.test"] }, seen, "approver_invalid");
+  });
+
+  it("two-person: the editor's approval counts once, and a session from a sign-in link the editor issued is not the second person", async () => {
+    const { gate, call } = fixture({ profile: defineProfile({ name: "two", allow: ["desk:send"], maxRisk: "critical", twoPersonFrom: "high" }) });
+    const owner = gate.authority.owner();
+    await gate.authority.operators.add("bea", { role: "admin" }, owner);
+    const bea = await gate.authority.actingAs("bea");
+    const { loginToken } = await gate.authority.operators.add("carl", { role: "approver" }, bea);
+    const carl = (await gate.authority.login(loginToken))!.approver;
+    const { id, expect: seen } = await ask(gate, call);
+    const shown = await gate.approvals.previewEdit(id, { by: bea, input: { ...MAIL, to: ["ann@ok.test"] }, expect: seen });
+    expect((await gate.approvals.grant(id, { by: bea, expect: seen, edit: { input: shown.input, previewHash: shown.previewHash } })).status).toBe(
+      "needs_another",
+    );
+    const v1 = { version: 1, previewHash: shown.previewHash };
+    const pending = (await gate.approvals.get(id))!;
+    const head = await gate.journal.head();
+    await refused(gate.approvals.grant(id, { by: bea, expect: v1 }), "approval_invalid");
+    const linked = await refused(gate.approvals.grant(id, { by: carl, expect: v1 }), "approval_invalid");
+    expect(linked.message).toMatch(/bea|op_/);
+    await unchanged(gate, head, pending);
+    expect((await gate.approvals.grant(id, { by: owner, expect: v1 })).status).toBe("granted");
+  });
+});
+
 describe("only a request still waiting can be edited", () => {
   it("granted, denied or expired → refused, nothing written", async () => {
     let now = Date.now();
