@@ -170,7 +170,7 @@ function asDecoded(e: OutboxEntry): OutboxEntry {
     idempotent: e.idempotent,
   };
   if (e.target !== undefined) out.target = e.target;
-  if (e.edited !== undefined) out.edited = deepFreeze(JSON.parse(JSON.stringify(e.edited))) as OutboxEntry["edited"];
+  if (e.edited !== undefined) out.edited = deepFreeze(JSON.parse(JSON.stringify(e.edited))) as NonNullable<OutboxEntry["edited"]>;
   out.intentHash = e.intentHash;
   out.at = e.at;
   out.state = e.state;
