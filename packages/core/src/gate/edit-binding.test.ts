@@ -95,6 +95,22 @@ describe("recovery of an edited call", () => {
   });
 });
 
+describe("a pure call without a key", () => {
+  it("runs the edit once by consuming its grant alone; a later retry of the original is a new request", async () => {
+    const f = editFixture();
+    const asked = await ask(f.gate, f.call, "edits.lookup", { name: "ada" });
+    await editAndGrant(f.gate, asked.id, { name: "ada lovelace" });
+    const ran = await f.gate.invoke("edits.lookup", { name: "ada" }, f.call);
+    expect(ran).toMatchObject({ status: "ok", output: { name: "ada lovelace" }, edited: { requestId: asked.id, version: 1 } });
+    expect(f.state.looked).toEqual([{ name: "ada lovelace" }]);
+    const used = (await f.journal.readAudit()).filter((e) => e.type === "approval.used");
+    expect(used.map((e) => e.data)).toMatchObject([{ requestId: asked.id, askedInputHash: asked.inputHash }]);
+    const again = await f.gate.invoke("edits.lookup", { name: "ada" }, f.call);
+    expect(again.status).toBe("approval_required");
+    expect(f.state.looked).toHaveLength(1);
+  });
+});
+
 describe("held output of an edited call", () => {
   it("is released by its own grant, and the release's replay carries the notice", async () => {
     const f = editFixture();
