@@ -8,7 +8,9 @@ import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Approver } from "../authority/types.js";
+import type { ConnectorRuntime } from "../context.js";
 import { ToolError } from "../errors.js";
+import { REDACTED } from "../redactor.js";
 import { defineFamily } from "../family.js";
 import { createJournal } from "../journal/create-journal.js";
 import { memoryDriver } from "../journal/memory.js";
@@ -23,7 +25,15 @@ const SECRET = "s3cret-value-123";
 const isolation = { network: "none", filesystem: "none", secrets: "none", subprocess: "none" } as const;
 const write = { effect: "write", idempotent: true, retryable: true, reversible: false, approval: "always", untrustedOutput: false } as const;
 
-function fixture(options: { profile?: Profile; maxInputBytes?: number; clock?: () => number; meterProvider?: MeterProvider } = {}) {
+interface FixtureOptions {
+  profile?: Profile;
+  maxInputBytes?: number;
+  clock?: () => number;
+  meterProvider?: MeterProvider;
+  connectors?: ConnectorRuntime;
+}
+
+function fixture(options: FixtureOptions = {}) {
   const state = { suffix: "", previews: 0, sent: [] as unknown[] };
   const sendMail = defineTool({
     ...write,
@@ -83,7 +93,30 @@ function fixture(options: { profile?: Profile; maxInputBytes?: number; clock?: (
     runtimeIsolation: isolation,
     handler: () => ({}),
   });
-  const family = defineFamily({ name: "desk", description: "Desk test tools.", tools: [sendMail, purge, tag], permissions: ["desk:send"] });
+  const remote = defineTool({
+    ...write,
+    id: "desk.remote_note",
+    title: "Remote note",
+    description: "Posts a note through a connection.",
+    input: z.strictObject({ text: z.string() }),
+    output: z.object({}),
+    actionType: "notes-write",
+    requiredAllowlist: ["desk:send"],
+    risk: "medium",
+    connector: { provider: "mail", scopes: ["mail.send"] },
+    preview: async (i, ctx) => {
+      const client = await ctx.connector!.client<{ token: string }>();
+      return {
+        summary: `Post ${i.text}`,
+        details: { as: ctx.effect.principal, for: ctx.effect.tenant, invocation: ctx.effect.invocationId },
+        body: `with ${client.token}`,
+      };
+    },
+    runtimeIsolation: { ...isolation, network: "provider", secrets: "connector" },
+    handler: () => ({}),
+  });
+  const tools = options.connectors ? [sendMail, purge, tag, remote] : [sendMail, purge, tag];
+  const family = defineFamily({ name: "desk", description: "Desk test tools.", tools, permissions: ["desk:send"] });
   const journal = createJournal(memoryDriver(), { auditKey: "desk-edit-test" });
   const gate = createGate({
     registry: createToolRegistry({ families: [family] }),
@@ -92,6 +125,7 @@ function fixture(options: { profile?: Profile; maxInputBytes?: number; clock?: (
     ...(options.maxInputBytes ? { maxInputBytes: options.maxInputBytes } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.meterProvider ? { telemetry: { meterProvider: options.meterProvider } } : {}),
+    ...(options.connectors ? { connectors: options.connectors } : {}),
   });
   const profile = options.profile ?? defineProfile({ name: "p", allow: ["desk:send"], maxRisk: "critical" });
   return { gate, journal, state, call: { principal: "agent-1", tenant: "t1", profile } };
@@ -441,6 +475,31 @@ describe("an accepted edit", () => {
     expect(shown.preview.summary).toBe('Send "Hi" to 1 recipient(s)');
     expect(shown.previewHash).not.toBe(request.previewHash);
     await unchanged(gate, head, request);
+  });
+
+  it("the preview of an edit opens the connection as the request's principal and tenant, and its tokens leave the redactor after", async () => {
+    const opened: { principal: string; tenant: string; toolId: string }[] = [];
+    const connectors: ConnectorRuntime = {
+      async open(request) {
+        opened.push({ principal: request.principal, tenant: request.tenant, toolId: request.toolId });
+        request.registerSecret("access-token-for-the-preview");
+        return {
+          provider: request.provider,
+          connectionId: "c1",
+          scopes: request.scopes,
+          client: async <T>() => ({ token: "access-token-for-the-preview" }) as T,
+        };
+      },
+    };
+    const { gate, call } = fixture({ connectors });
+    const { id, expect: seen } = await ask(gate, call, "desk.remote_note", { text: "a" });
+    const baseSize = gate.redactor.size;
+    const shown = await gate.approvals.previewEdit(id, { by: gate.authority.owner(), input: { text: "b" }, expect: seen });
+    expect(shown.preview).toMatchObject({ summary: "Post b", details: { as: "agent-1", for: "t1" }, body: `with ${REDACTED}` });
+    expect((shown.preview.details as { invocation: string }).invocation).toMatch(/^edit_/);
+    expect(opened.at(-1)).toEqual({ principal: "agent-1", tenant: "t1", toolId: "desk.remote_note" });
+    expect(gate.redactor.size).toBe(baseSize);
+    expect(gate.redactor.contains("access-token-for-the-preview")).toBe(false);
   });
 
   it("grant({ edit, expect }) stores version 1, the approver, the changes and both hashes, and writes approval.edited", async () => {
