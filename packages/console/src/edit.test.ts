@@ -220,11 +220,16 @@ describe("edit, check, approve", () => {
     const bob = await signedIn(desk, "bob", "approver");
     const bobQueue = await (await bob.get("/approvals")).text();
     const bobApprove = formFields(bobQueue, `/approvals/${id}/approve`);
+    // Bob also checks an edit of his own, from version 0, before alice's lands.
+    const bobCheck = await (await bob.post(`/approvals/${id}/edit`, { ...(await editForm(bob, id)), "f:/subject": "deploy (bob)" })).text();
     const page = await (await alice.post(`/approvals/${id}/edit`, { ...(await editForm(alice, id)), "f:/to": '["ops@example.test"]' })).text();
     const done = await alice.post(`/approvals/${id}/approve-edited`, formFields(page, `/approvals/${id}/approve-edited`));
     expect(done.headers.get("location")).toBe(`/approvals?done=needs_another&id=${id}`);
     // Bob's page still names version 0: refused, not counted.
     expect((await bob.post(`/approvals/${id}/approve`, bobApprove)).status).toBe(409);
+    const staleEdit = await bob.post(`/approvals/${id}/approve-edited`, formFields(bobCheck, `/approvals/${id}/approve-edited`));
+    expect(staleEdit.status).toBe(409);
+    expect(await staleEdit.text()).toContain("changed since you looked");
     expect((await desk.gate.approvals.get(id))?.status).toBe("pending");
     // Bob's edit form starts from alice's version, not the input as asked.
     const bobForm = await editForm(bob, id);
