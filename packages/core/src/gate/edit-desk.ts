@@ -91,6 +91,12 @@ export function refuseUndecidable(request: ApprovalRequest, now: number): void {
 /** A decision's `expect` must name the request's current version and its preview hash. */
 export function refuseStale(request: ApprovalRequest, expect: unknown): void {
   const e = expect as Partial<ApprovalExpectation> | null | undefined;
+  if (e === undefined && request.edit) {
+    throw new ToolError(
+      "approval_invalid",
+      `approval request ${request.id} was edited (now version ${request.edit.version} by ${request.edit.by}): a decision names the version it saw (expect)`,
+    );
+  }
   if (typeof e !== "object" || e === null || !Number.isInteger(e.version) || typeof e.previewHash !== "string") {
     throw new ToolError("approval_invalid", "expect must name the version seen and its preview hash ({ version, previewHash })");
   }
