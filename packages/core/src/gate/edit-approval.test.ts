@@ -33,6 +33,16 @@ describe("the retry of an edited call is refused, grant unconsumed, when what th
     expect(state.sent).toEqual([FIXED]);
   });
 
+  it("the ORIGINAL's preview differs now → it no longer joins the edited request: a new request, nothing ran, the edited grant kept", async () => {
+    const { gate, call, state, request } = await editedRequest();
+    state.suffix = (to) => (to.length === 2 ? " (a recipient left the thread)" : "");
+    const result = await gate.invoke(SEND, MAIL, call);
+    expect(result.status).toBe("approval_required");
+    expect(result.status === "approval_required" && result.requestId).not.toBe(request.id);
+    expect(state.sent).toEqual([]);
+    expect((await gate.approvals.get(request.id))!.status).toBe("granted");
+  });
+
   it("the schema tightened since, refusing the edit but not the original → invalid_input at the retry; nothing ran; grant unconsumed", async () => {
     const { gate, call, state, request } = await editedRequest();
     state.allowed = (to) => to.length !== 1; // the original's two recipients pass, the edit's one does not
