@@ -98,7 +98,8 @@ export function createApprovalDesk(env: GateEnv, authority: Authority): Approval
       const expect = snapshot(options?.expect);
       const proposed: { readonly input: unknown; readonly previewHash: unknown } | undefined =
         options?.edit === undefined ? undefined : { input: options.edit?.input, previewHash: options.edit?.previewHash };
-      if (proposed !== undefined || expect !== undefined || asked.edit !== undefined) refuseStale(asked, expect);
+      // With an edit, checkEdit compares expect in its place among the edit's checks.
+      if (proposed === undefined && (expect !== undefined || asked.edit !== undefined)) refuseStale(asked, expect);
       let edit: ApprovalEditInput | undefined;
       if (proposed !== undefined) {
         previewed(asked.id, `${live.id}\u0000grant`);
