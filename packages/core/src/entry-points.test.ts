@@ -331,6 +331,7 @@ const ENTRY_POINTS = {
   "@toolgate/core/testing": {
     file: "testing/index.ts",
     values: [
+      "askedRequest",
       "createCrashingJournal",
       "createNotesStore",
       "createNotesTools",

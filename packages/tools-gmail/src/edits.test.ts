@@ -4,6 +4,7 @@
  * edit (a wrong recipient removed) is what is sent, once.
  */
 import { createGate, createMemoryJournal, createToolRegistry, defineProfile, ToolError, type CallOptions } from "@toolgate/core";
+import { askedRequest } from "@toolgate/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createGmailTools } from "./gmail-tools.js";
 import { GMAIL_PERMISSIONS, SEND_CONSENT } from "./permissions.js";
@@ -45,12 +46,7 @@ describe("gmail: approve with edits", () => {
       connectors: harness.connectors,
       secrets: harness.secrets,
     });
-  const ask = async (gate: ReturnType<typeof gateFor>, id: string, input: unknown) => {
-    const result = await gate.invoke(id, input, call);
-    if (result.status !== "approval_required") throw new Error(`expected approval_required, got ${JSON.stringify(result)}`);
-    const request = (await gate.approvals.get(result.requestId))!;
-    return { id: result.requestId, request, expect: { version: 0, previewHash: request.previewHash } };
-  };
+  const ask = (gate: ReturnType<typeof gateFor>, id: string, input: unknown) => askedRequest(gate, id, input, call);
 
   it("records what the family lets an approver edit: send_message its recipients, subject and body; send_draft and trash_message nothing", async () => {
     const gate = gateFor();

@@ -19,6 +19,7 @@ import { defineTool } from "../manifest.js";
 import { defineProfile, type Profile } from "../profile.js";
 import { createToolRegistry } from "../registry.js";
 import { metricTotal } from "../telemetry/fixtures/traced-gate.js";
+import { askedRequest } from "../testing/approver.js";
 import { createGate, type AnyGate } from "./gate.js";
 
 const SECRET = "s3cret-value-123";
@@ -133,11 +134,8 @@ function fixture(options: FixtureOptions = {}) {
 
 const MAIL = { account: "me@ok.test", to: ["ann@ok.test", "typo@ok.test"], subject: "Hi", body: "Hello" };
 
-async function ask(gate: AnyGate, call: { principal: string; tenant: string; profile: Profile }, id = "desk.send_mail", input: unknown = MAIL) {
-  const result = await gate.invoke(id, input, call);
-  if (result.status !== "approval_required") throw new Error(`expected approval_required, got ${result.status}`);
-  const request = (await gate.approvals.get(result.requestId))!;
-  return { id: result.requestId, request, expect: { version: 0, previewHash: request.previewHash } };
+function ask(gate: AnyGate, call: { principal: string; tenant: string; profile: Profile }, id = "desk.send_mail", input: unknown = MAIL) {
+  return askedRequest(gate, id, input, call);
 }
 
 async function refused(promise: Promise<unknown>, code: string): Promise<ToolError> {

@@ -14,4 +14,4 @@ export type { NotesStore } from "./notes-family.js";
 export { describeJournalTampering } from "./describe-tampering.js";
 export type { RawJournalRows, TamperableJournal } from "./describe-tampering.js";
 export { writeUpgradeSample, expectUpgradeSample } from "./describe-records.js";
-export { testApprover, grantAsOwner, denyAsOwner } from "./approver.js";
+export { testApprover, grantAsOwner, denyAsOwner, askedRequest } from "./approver.js";
