@@ -59,8 +59,12 @@ export interface ApprovalDesk {
 /** A decision's `expect` as a plain copy, read once (a getter cannot say one thing to the desk and another to the journal). */
 function snapshot(expect: unknown): ApprovalExpectation | undefined {
   if (typeof expect !== "object" || expect === null) return expect as undefined;
-  const { version, previewHash } = expect as Record<string, unknown>;
-  return { version, previewHash } as ApprovalExpectation;
+  try {
+    const { version, previewHash } = expect as Record<string, unknown>;
+    return { version, previewHash } as ApprovalExpectation;
+  } catch {
+    throw new ToolError("approval_invalid", "expect could not be read; it names the version seen and its preview hash ({ version, previewHash })");
+  }
 }
 
 export const DEFAULT_GRANT_TTL_MS = 10 * 60_000;

@@ -397,6 +397,13 @@ describe("a stale view decides nothing", () => {
     };
     expect((await gate.approvals.grant(id, { by: gate.authority.owner(), expect: shifty })).status).toBe("granted");
     expect(reads).toBe(1);
+    const throwing = {
+      get version(): number {
+        throw new Error("no");
+      },
+      previewHash: seen.previewHash,
+    };
+    await refused(gate.approvals.grant(id, { by: gate.authority.owner(), expect: throwing }), "approval_invalid");
   });
 
   it("once edited, a grant without expect, or naming version 0, is refused; naming the edit's version it is granted", async () => {
