@@ -126,3 +126,15 @@ describe("previews: what Notion will hold, from the blocks that are sent", () =>
     expect(richTextPreview(inlineMarkdownToRichText("[a](https://example.com) *b*"))).toBe("[a](https://example.com) *b*");
   });
 });
+
+describe("markdown to Notion blocks: cost", () => {
+  it("refuses Markdown whose emphasis characters would make the parser's matching quadratic, with a typed error", () => {
+    const started = Date.now();
+    for (const hostile of ["*a".repeat(100_000), "_a ".repeat(60_000), "~~a".repeat(40_000)]) {
+      expect(() => markdownToBlocks(hostile)).toThrow(expect.objectContaining({ code: "limit_exceeded" }));
+      expect(() => inlineMarkdownToRichText(hostile)).toThrow(expect.objectContaining({ code: "limit_exceeded" }));
+    }
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(markdownToBlocks("**b** ".repeat(2_000))).toHaveLength(40); // 8,000 delimiters: accepted, 4,000 items in blocks of 100
+  });
+});
