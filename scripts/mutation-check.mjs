@@ -25,7 +25,8 @@
 // Usage: node scripts/mutation-check.mjs [--only <id>[,<id>…]]… [--list] [--verbose] [--keep]
 //   --only     run only these mutations (repeatable)
 //   --list     print the mutations and exit
-//   --verbose  name the failing tests of each caught mutation; show the output of failed steps
+//   --verbose  name the failing test that caught each mutation (a mutated run stops at its first
+//              failure); show the output of failed steps
 //   --keep     keep the scratch copy (its path is printed)
 //
 // Exit code: 0 when every mutation was caught; 1 when one survived, a list is stale or invalid,
@@ -255,8 +256,11 @@ function run(argv, cwd) {
   });
 }
 
-/** Run `tests` (repository-relative) with vitest, one run per workspace. */
-async function runTests(scratch, tests, label) {
+/**
+ * Run `tests` (repository-relative) with vitest, one run per workspace. With `bail`, a mutated run
+ * stops at its first failing test: one is enough to call the mutation caught.
+ */
+async function runTests(scratch, tests, label, bail = false) {
   const byWorkspace = new Map();
   for (const t of tests) {
     const ws = workspaceOf(t);
@@ -269,7 +273,7 @@ async function runTests(scratch, tests, label) {
     const report = path.join(scratch, `.mutation-report-${label}-${n++}.json`);
     rmSync(report, { force: true });
     const { code, timedOut, output } = await run(
-      [VITEST, "run", "--reporter=dot", "--reporter=json", `--outputFile.json=${report}`, ...new Set(files)],
+      [VITEST, "run", ...(bail ? ["--bail=1"] : []), "--reporter=dot", "--reporter=json", `--outputFile.json=${report}`, ...new Set(files)],
       path.join(scratch, ws),
     );
     result.output += `--- ${ws}: vitest run ${[...new Set(files)].join(" ")}\n${output}\n`;
@@ -286,6 +290,7 @@ async function runTests(scratch, tests, label) {
         }
       }
     }
+    if (bail && result.failing > 0) break;
   }
   return result;
 }
@@ -376,7 +381,7 @@ async function main() {
             continue;
           }
         }
-        const result = await runTests(scratch, m.tests, m.id);
+        const result = await runTests(scratch, m.tests, m.id, true);
         const took = `${seconds(Date.now() - t0)} s`;
         if (result.failedRun && result.failingNames.length === 0 && !result.timedOut) {
           // No test failed: the run broke before a verdict (a build in a global setup, a config).
