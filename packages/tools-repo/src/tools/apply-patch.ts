@@ -47,8 +47,9 @@ export function applyPatchTool(rt: RepoRuntime) {
     effect: "write",
     requiredAllowlist: ["repo:write"],
     risk: "medium",
-    // What an approver may change before it runs (ids stay out: a desk preview reads them as the caller).
-    edits: { fields: ["/patch"] },
+    // No edits: a patch names its files, so an edited patch would make the desk's preview (run as the
+    // caller) show the lines of any file the approver names. A single file's text is editable in write_file.
+    edits: false,
     approval: "always",
     preview: async (input, ctx): Promise<ApprovalPreview> => {
       const planned = await plan(input.patch, ctx.signal);
