@@ -67,6 +67,23 @@ function snapshot(expect: unknown): ApprovalExpectation | undefined {
   }
 }
 
+/** An option read once, as a plain value: a getter that throws is refused as an input the desk cannot read. */
+function readOnce<T>(read: () => T, what: string): T {
+  try {
+    return read();
+  } catch {
+    throw new ToolError("invalid_input", `${what} could not be read; it is plain JSON data`);
+  }
+}
+
+/** A grant's proposed edit, each part read once (what is checked is what the journal is handed). */
+function proposedOf(options: GrantOptions | undefined): { readonly input: unknown; readonly previewHash: unknown } | undefined {
+  return readOnce(() => {
+    const edit = options?.edit as { readonly input?: unknown; readonly previewHash?: unknown } | null | undefined;
+    return edit === undefined ? undefined : { input: edit?.input, previewHash: edit?.previewHash };
+  }, "the edit");
+}
+
 export const DEFAULT_GRANT_TTL_MS = 10 * 60_000;
 export const MAX_GRANT_TTL_MS = 24 * 60 * 60_000;
 
@@ -90,7 +107,8 @@ export function createApprovalDesk(env: GateEnv, authority: Authority): Approval
     async previewEdit(requestId, options) {
       const { request, live } = await decider(requestId, options);
       previewed(request.id, live.id);
-      return checkEdit(env, request, options.input, snapshot(options.expect));
+      const input = readOnce(() => options.input, "the edited input");
+      return checkEdit(env, request, input, snapshot(options.expect));
     },
     async grant(requestId, options) {
       const ttlMs = options?.ttlMs ?? DEFAULT_GRANT_TTL_MS;
@@ -100,8 +118,7 @@ export function createApprovalDesk(env: GateEnv, authority: Authority): Approval
       const { request: asked, live } = await decider(requestId, options);
       // Read once: what is checked here is what the journal is handed.
       const expect = snapshot(options?.expect);
-      const proposed: { readonly input: unknown; readonly previewHash: unknown } | undefined =
-        options?.edit === undefined ? undefined : { input: options.edit?.input, previewHash: options.edit?.previewHash };
+      const proposed = proposedOf(options);
       // With an edit, checkEdit compares expect in its place among the edit's checks.
       if (proposed === undefined && (expect !== undefined || asked.edit !== undefined)) refuseStale(asked, expect);
       let edit: ApprovalEditInput | undefined;

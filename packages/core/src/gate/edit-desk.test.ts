@@ -213,6 +213,44 @@ describe("the desk refuses an edit outside the schema", () => {
       await bothRefuse(gate, id, gate.authority.owner(), input, seen, "invalid_input");
     }
   });
+
+  it("an edit or input that cannot be read (a throwing getter) → invalid_input, not a crash; the edit is read once", async () => {
+    const { gate, call } = fixture();
+    const { id, expect: seen } = await ask(gate, call);
+    const by = gate.authority.owner();
+    const request = (await gate.approvals.get(id))!;
+    const head = await gate.journal.head();
+    // Each option below has one member whose getter throws.
+    const unreadable = (target: Record<string, unknown>, name: string) =>
+      Object.defineProperty(target, name, {
+        enumerable: true,
+        get() {
+          throw new Error("unreadable");
+        },
+      });
+    const grants = [
+      { by, expect: seen, edit: unreadable({ previewHash: seen.previewHash }, "input") },
+      { by, expect: seen, edit: unreadable({ input: MAIL }, "previewHash") },
+      unreadable({ by, expect: seen }, "edit"),
+    ];
+    await refused(gate.approvals.previewEdit(id, unreadable({ by, expect: seen }, "input") as never), "invalid_input");
+    for (const options of grants) await refused(gate.approvals.grant(id, options as never), "invalid_input");
+    await unchanged(gate, head, request);
+    // An edit whose getter answers once with an edit and then with nothing is read once: the edit it first gave is checked.
+    const input = { ...MAIL, to: ["ann@ok.test"] };
+    const { previewHash } = await gate.approvals.previewEdit(id, { by, expect: seen, input });
+    let reads = 0;
+    const shifty = {
+      by,
+      expect: seen,
+      get edit() {
+        return reads++ === 0 ? { input, previewHash } : undefined;
+      },
+    };
+    expect((await gate.approvals.grant(id, shifty as never)).status).toBe("granted");
+    expect(reads).toBe(1);
+    expect((await gate.approvals.get(id))!.edit?.input).toEqual(input);
+  });
 });
 
 describe("the desk refuses an edit outside the editable fields", () => {
