@@ -23,7 +23,7 @@ const RISK_RANK: Readonly<Record<string, number>> = { low: 0, medium: 1, high: 2
  * Only a hint for the page: the desk and the authority check everything again at decision time.
  */
 export function blockedBy(
-  r: ApprovalRequest,
+  r: Pick<ApprovalRequest, "toolId" | "tenant">,
   approver: Approver,
   scope: OperatorScope | undefined,
   risk: string | undefined,
@@ -39,7 +39,7 @@ export function blockedBy(
 }
 
 /** For one signed-in approver: why each request is blocked for it (see `blockedBy`). */
-export async function blockerFor(context: ConsoleContext, approver: Approver): Promise<(r: ApprovalRequest) => string | undefined> {
+export async function blockerFor(context: ConsoleContext, approver: Approver): Promise<(r: Pick<ApprovalRequest, "toolId" | "tenant">) => string | undefined> {
   const { authority } = context;
   const canDecide = authority.can(approver, "decide");
   const scope = approver.id === "owner" ? undefined : (await authority.operators.get(approver.id))?.scope;

@@ -4,6 +4,7 @@ import { verifyJournalRows, type JournalRowsVerdict } from "@toolgate/core/opera
 import { pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
 import { csrfForm, h, layout, table, text, type Markup } from "./html.js";
 import { visible } from "./preview.js";
+import { blockerFor } from "./routes-approvals.js";
 
 const PAGE = 1000;
 const SHOWN = 200;
@@ -81,6 +82,18 @@ function editFacts(data: Readonly<Record<string, unknown>>): string[] {
   return parts;
 }
 
+/**
+ * An edit's changes hold values of the input as asked and as edited: only someone who may decide
+ * the request sees them (as on the approvals and edit pages); anyone else gets the changed paths.
+ * The record so withheld no longer matches its MAC (`changesWithheld` says why).
+ */
+function withheldFrom(record: AuditRecord, blocked: (r: { toolId: string; tenant: string }) => string | undefined): AuditRecord {
+  if (record.type !== "approval.edited" || !Array.isArray(record.data.changes)) return record;
+  if (blocked({ toolId: record.toolId ?? "", tenant: record.tenant ?? "" }) === undefined) return record;
+  const changes = record.data.changes.map((c: unknown) => ({ path: text((c as { path?: unknown } | null)?.path ?? "?") }));
+  return { ...record, data: { ...record.data, changes, changesWithheld: true } };
+}
+
 function facts(data: Readonly<Record<string, unknown>>): string {
   const parts: string[] = [];
   for (const key of ["code", "state", "result", "requestId", "approver", "via", "complete", "target", "key", "operator", "outcome", "reason"]) {
@@ -104,7 +117,8 @@ function verdictBlock(verdict: JournalRowsVerdict): Markup {
   }</div>`;
 }
 
-export function auditRoutes(app: Hono<ConsoleEnv>, { gate, authority }: ConsoleContext) {
+export function auditRoutes(app: Hono<ConsoleEnv>, context: ConsoleContext) {
+  const { gate, authority } = context;
   const page = async (ctx: ReturnType<typeof pageContext>, query: (n: string) => string | undefined, verdict?: JournalRowsVerdict) => {
     const filter = parseAuditFilter(query);
     const shown: AuditRecord[] = [];
@@ -161,6 +175,7 @@ ${table(
   app.get("/audit/export", async (c) => {
     const filter = parseAuditFilter((n) => c.req.query(n));
     if ("error" in filter) return c.text(filter.error, 400);
+    const blocked = await blockerFor(context, c.get("approver"));
     // Streamed page by page: a long journal is never held in memory as one text.
     const source = records(gate.journal);
     const encoder = new TextEncoder();
@@ -170,7 +185,7 @@ ${table(
         while (lines.length < 500) {
           const next = await source.next();
           if (next.done) break;
-          if (matches(next.value, filter)) lines.push(`${JSON.stringify(next.value)}\n`);
+          if (matches(next.value, filter)) lines.push(`${JSON.stringify(withheldFrom(next.value, blocked))}\n`);
         }
         if (lines.length > 0) controller.enqueue(encoder.encode(lines.join("")));
         else controller.close();
