@@ -75,6 +75,21 @@ describe("a derived-key retry of the original after the edit ran, its preview ch
     expect(f.state.moved).toEqual([RIGHT]);
     expect(f.state.events.get("ev1")).toBe("10:00");
   });
+
+  it("an edited attempt left unknown on a non-idempotent tool, the original's preview moved by it: refused as unknown, never a new request", async () => {
+    const f = editFixture({ moveIdempotent: false });
+    const asked = await ask(f.gate, f.call, MOVE, WRONG);
+    await editAndGrant(f.gate, asked.id, RIGHT);
+    f.state.crashAfterMove = true;
+    expect(await f.gate.invoke(MOVE, WRONG, f.call)).toMatchObject({ status: "error", boundary: "effect_state_unknown" });
+    f.state.crashAfterMove = false;
+    expect(f.state.events.get("ev1")).toBe("11:00"); // the edit took effect: the original previews differently now
+    // A human asked anew would see the original call, and approving it would move the event a second time.
+    const retry = await f.gate.invoke(MOVE, WRONG, f.call);
+    expect(retry).toMatchObject({ status: "denied", code: "effect_state_unknown" });
+    expect(await pendingCount(f)).toBe(0);
+    expect(f.state.moved).toEqual([RIGHT]);
+  });
 });
 
 describe("recovery of an edited call", () => {

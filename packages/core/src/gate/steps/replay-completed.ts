@@ -41,7 +41,8 @@ export const replayCompleted: Step<Keyed, Checked> = {
  * effect has since changed (the event it moved reads differently now): the journal's edited-run
  * record, found by the input as asked (tool, input, principal, tenant), names the edited call's
  * key. Within the derived-key window that entry answers the retry as a replay (or refuses it while
- * it runs); never a run. Read only by a call about to ask a human that found nothing under its key.
+ * it runs, or while its effect is unknown); never a run. Only an entry its own key would retake (it
+ * failed before its effect) lets the retry go on to ask a human anew. Read only by a call about to ask a human that found nothing under its key.
  */
 async function editedRunEntry(c: Keyed, env: GateEnv): Promise<OutboxEntry | undefined> {
   const run = await env.journal.editedRun(c.manifest.id, c.inputHash, c.call.principal, c.call.tenant);
@@ -60,8 +61,9 @@ async function lookUpKey(c: Keyed, env: GateEnv, derived = false): Promise<Check
   }
   const next = c as Writable<Checked>;
   next.existing = existing;
-  if (edited?.state === "completed" || edited?.state === "pending") {
-    // Another key's entry: it may answer this call, but is never retaken under this call's key.
+  if (edited !== undefined) {
+    // Another key's entry: it answers this call as it would under its own key (a replay, a run in
+    // flight, an effect that may have happened), but is never retaken under this call's key.
     const verdict = await judgeExisting(env, c, edited);
     if (!("retake" in verdict)) return verdict;
   }
