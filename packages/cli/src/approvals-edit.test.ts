@@ -182,6 +182,25 @@ describe("approvals approve --input --preview-hash: the edited call runs once", 
     expect(statusOf(id)).toBe("pending");
     expect(toolgate(["approvals", "list"]).stdout).toMatch(new RegExp(`${id} +pending +1/2`));
   });
+
+  it("a check made from an earlier version cannot replace an edit made since: --from-version names it, and an edited request needs it", () => {
+    const { id } = ask("careful");
+    const mine = file("mine.json", { name: "todo", text: "buy oat milk" });
+    const check = toolgate(["approvals", "approve", id, "--input", mine]);
+    expect(check.stderr).toContain("--from-version 0 --preview-hash");
+    const myHash = hashIn(check.stdout)!;
+    // Meanwhile another edit lands (version 1, one of two approvals).
+    const other = file("other.json", EDITED);
+    const otherHash = hashIn(toolgate(["approvals", "approve", id, "--input", other]).stdout)!;
+    expect(toolgate(["approvals", "approve", id, "--input", other, "--preview-hash", otherHash]).code).toBe(4);
+    const stale = toolgate(["approvals", "approve", id, "--input", mine, "--from-version", "0", "--preview-hash", myHash]);
+    expect([stale.code, stale.stderr]).toEqual([1, expect.stringContaining("changed since you looked")]);
+    const unnamed = toolgate(["approvals", "approve", id, "--input", mine, "--preview-hash", myHash]);
+    expect([unnamed.code, unnamed.stderr]).toEqual([2, expect.stringContaining("say which version your check started from")]);
+    expect(toolgate(["approvals", "approve", id, "--input", mine, "--from-version", "x1", "--preview-hash", myHash]).code).toBe(2);
+    const shown = JSON.parse(toolgate(["approvals", "show", id, "--json"]).stdout) as { status: string; edit: { version: number; input: unknown } };
+    expect([shown.status, shown.edit.version, shown.edit.input]).toEqual(["pending", 1, EDITED]);
+  });
 });
 
 /** The CLI in this process (its sources, for the mutation check); `answer`: a person answering at a terminal. */

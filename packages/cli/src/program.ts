@@ -105,6 +105,7 @@ export async function run(argv: readonly string[], options: { io?: Io; cwd?: str
     .option("--ttl <duration>", "how long the grant stays usable", "10m")
     .option("--input <file>", "approve with an edited input: a JSON file (- for stdin); prints the changes and the recomputed preview first")
     .option("--preview-hash <hash>", "the preview hash you checked: of the edit (with --input) or of an edited request's current version")
+    .option("--from-version <n>", "with --input and --preview-hash: the request version your check started from (the command prints it)")
     .addOption(new Option("--approver <name>").hideHelp())
     .action(withRuntime((rt, id: string, opts: ApproveOptions) => approvalsApprove(rt, id, opts, io)));
   approvals

@@ -36,6 +36,22 @@ export function parsePreviewHash(text: string | undefined, id: string): string |
   return hash;
 }
 
+/**
+ * `--from-version`: the request version the printed check started from. The edit's preview hash
+ * does not depend on it (an edit is compared with the input as asked), so without it a re-run could
+ * replace another approver's edit made between the two runs without the owner seeing it.
+ */
+export function parseFromVersion(text: string | undefined, id: string): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^(0|[1-9][0-9]{0,8})$/.test(text.trim()))
+    throw new CliFailure(
+      `--from-version must be the version number the command printed, not ${JSON.stringify(text.slice(0, 80))}`,
+      EXIT.usage,
+      `toolgate approvals show ${id} prints the current version`,
+    );
+  return Number(text.trim());
+}
+
 /** Read FILE (or stdin for `-`) up to MAX_EDIT_BYTES and parse it as JSON. */
 export async function readEditedInput(file: string, stdin: NodeJS.ReadableStream = process.stdin): Promise<unknown> {
   const chunks: Buffer[] = [];
@@ -143,6 +159,8 @@ async function askOnTerminal(question: string): Promise<string | undefined> {
 export interface EditApproveOptions {
   readonly input: string;
   readonly previewHash?: string;
+  /** The version the printed check started from; required with `--preview-hash` once the request was edited. */
+  readonly fromVersion?: string;
   readonly ttlMs: number;
 }
 
@@ -155,10 +173,23 @@ export interface EditApproveOptions {
 export async function approveWithEdit(runtime: Runtime, request: ApprovalRequest, options: EditApproveOptions, io: Io, refused: (error: unknown) => unknown) {
   const id = request.id;
   const seenHash = parsePreviewHash(options.previewHash, id);
+  const fromVersion = parseFromVersion(options.fromVersion, id);
+  const expect = currentVersion(request);
+  if (seenHash !== undefined && fromVersion === undefined && expect.version > 0)
+    throw new CliFailure(
+      `${id} was edited by ${request.edit?.by ?? "an approver"} (now version ${expect.version}): say which version your check started from`,
+      EXIT.usage,
+      `re-run the command without --preview-hash to check your edit against the current version, then run the line it prints (it names --from-version)`,
+    );
+  if (fromVersion !== undefined && fromVersion !== expect.version)
+    throw new CliFailure(
+      `${id} changed since you looked: your check started from version ${fromVersion}, it is now version ${expect.version}; nothing approved`,
+      EXIT.failed,
+      `toolgate approvals show ${id} shows the current version; re-run without --preview-hash to check your edit against it`,
+    );
   const input = await readEditedInput(options.input);
   const desk = runtime.gate.approvals;
   const by = runtime.gate.authority.owner();
-  const expect = currentVersion(request);
   let previewHash = seenHash;
   if (previewHash === undefined) {
     const preview = await desk.previewEdit(id, { by, input, expect }).catch((error: unknown) => {
@@ -177,7 +208,7 @@ export async function approveWithEdit(runtime: Runtime, request: ApprovalRequest
         ].join("\n"),
       ),
     );
-    const rerun = `toolgate approvals approve ${id} --input ${options.input === "-" ? "FILE" : options.input} --preview-hash ${preview.previewHash}`;
+    const rerun = `toolgate approvals approve ${id} --input ${options.input === "-" ? "FILE" : options.input} --from-version ${preview.version} --preview-hash ${preview.previewHash}`;
     // Stdin that carried the input cannot also carry the answer.
     const answer = options.input === "-" ? undefined : await (io.ask ?? askOnTerminal)("approve the edited call? [y/N] ");
     if (answer === undefined)

@@ -124,6 +124,8 @@ export interface ApproveOptions {
   readonly input?: string;
   /** The preview hash the owner saw: of the edit (with --input) or of the request's current version. */
   readonly previewHash?: string;
+  /** With --input and --preview-hash: the version the printed check started from. */
+  readonly fromVersion?: string;
 }
 
 /** Approve as it stands: an edited request only with the preview hash of its current version (what the owner saw). */
@@ -155,7 +157,12 @@ export async function approvalsApprove(runtime: Runtime, id: string, options: Ap
       : await approveWithEdit(
           runtime,
           request,
-          { input: options.input, ttlMs, ...(options.previewHash === undefined ? {} : { previewHash: options.previewHash }) },
+          {
+            input: options.input,
+            ttlMs,
+            ...(options.previewHash === undefined ? {} : { previewHash: options.previewHash }),
+            ...(options.fromVersion === undefined ? {} : { fromVersion: options.fromVersion }),
+          },
           io,
           (e) => decisionRefused(e, id),
         );
