@@ -52,6 +52,18 @@ describe("the retry of an edited call is refused, grant unconsumed, when what th
     expect((await gate.approvals.get(request.id))!.status).toBe("granted");
   });
 
+  it("a worker whose input bound is smaller than the desk's → invalid_input at the retry (not a tampered journal); nothing ran; grant unconsumed", async () => {
+    const f = editFixture();
+    const asked = await ask(f.gate, f.call, SEND, MAIL);
+    await editAndGrant(f.gate, asked.id, { ...FIXED, body: "x".repeat(4000) });
+    const small = f.worker({ maxInputBytes: 2048 });
+    const retry = await small.invoke(SEND, MAIL, f.call);
+    expect(retry).toMatchObject({ status: "error", code: "invalid_input" });
+    expect(f.state.sent).toEqual([]);
+    expect((await f.gate.approvals.get(asked.id))!.status).toBe("granted");
+    expect((await f.gate.invoke(SEND, MAIL, f.call)).status).toBe("ok");
+  });
+
   it("the profile narrowed since (the edited field no longer editable) → edit_refused naming the path; grant unconsumed", async () => {
     const { gate, call, state, request } = await editedRequest();
     for (const approvalEdits of [{ [SEND]: ["/body"] }, { "edits.*": false as const }, { [SEND]: false as const }]) {

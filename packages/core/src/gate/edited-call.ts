@@ -40,7 +40,9 @@ export async function takeEditedCall(c: Checked, request: ApprovalRequest, env: 
   const edit = request.edit!;
   const tool = c.manifest.id;
   const frozen = freezeInput(env, edit.input);
-  if (ToolError.is(frozen) || frozen.inputHash !== edit.inputHash) {
+  // Larger than this gate takes (another gate's desk approved it): refused as the input it is, not as tampering.
+  if (ToolError.is(frozen)) return refuse(env, c, "error", new ToolError(frozen.code, env.redactor.redactText(frozen.message)));
+  if (frozen.inputHash !== edit.inputHash) {
     return refuse(env, c, "error", new ToolError("journal_tampered", `the edited input of ${request.id} no longer hashes as it was approved`));
   }
   const checked = parseInput(c.manifest, frozen.parsed, env.redactor);
