@@ -64,6 +64,19 @@ describe("the retry of an edited call is refused, grant unconsumed, when what th
     expect((await f.gate.invoke(SEND, MAIL, f.call)).status).toBe("ok");
   });
 
+  it("a worker holding a secret the desk did not know refuses an edit carrying it (edit_refused, the secret in no result); nothing ran; grant unconsumed", async () => {
+    const f = editFixture();
+    const asked = await ask(f.gate, f.call, SEND, MAIL);
+    const workerSecret = "wrk-secret-5d1c0b7e9a";
+    await editAndGrant(f.gate, asked.id, { ...FIXED, body: `see ${workerSecret}` });
+    const strict = f.worker({ secrets: [SECRET, workerSecret] });
+    const retry = await strict.invoke(SEND, MAIL, f.call);
+    expect(retry).toMatchObject({ status: "denied", code: "edit_refused" });
+    expect(JSON.stringify(retry)).not.toContain(workerSecret);
+    expect(f.state.sent).toEqual([]);
+    expect((await f.gate.approvals.get(asked.id))!.status).toBe("granted");
+  });
+
   it("the profile narrowed since (the edited field no longer editable) → edit_refused naming the path; grant unconsumed", async () => {
     const { gate, call, state, request } = await editedRequest();
     for (const approvalEdits of [{ [SEND]: ["/body"] }, { "edits.*": false as const }, { [SEND]: false as const }]) {

@@ -158,7 +158,7 @@ export async function checkEdit(env: GateEnv, request: ApprovalRequest, input: u
 }
 
 /** A registered secret in the input's JSON text, or in any of its strings or member names as they are (a JSON-escaped spelling typed into a field). */
-function holdsSecret(env: GateEnv, json: string, value: unknown): boolean {
+export function holdsSecret(env: GateEnv, json: string, value: unknown): boolean {
   if (env.redactor.contains(json)) return true;
   const pending: unknown[] = [value];
   while (pending.length > 0) {

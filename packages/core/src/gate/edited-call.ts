@@ -14,7 +14,7 @@ import type { ApprovalRequest, GrantCheck } from "../journal/types.js";
 import type { ApprovalGrant } from "./approvals.js";
 import type { Approved, Checked, EditedCall, Writable } from "./call-state.js";
 import { pathsAllowed, editableFor } from "./edit-allowance.js";
-import { diffInputs } from "./edit-desk.js";
+import { diffInputs, holdsSecret } from "./edit-desk.js";
 import type { GateEnv } from "./env.js";
 import { bindingCheckFor, grantCheckFor, grantRefusal } from "./grants.js";
 import { audit, refuse } from "./outcomes.js";
@@ -44,6 +44,10 @@ export async function takeEditedCall(c: Checked, request: ApprovalRequest, env: 
   if (ToolError.is(frozen)) return refuse(env, c, "error", new ToolError(frozen.code, env.redactor.redactText(frozen.message)));
   if (frozen.inputHash !== edit.inputHash) {
     return refuse(env, c, "error", new ToolError("journal_tampered", `the edited input of ${request.id} no longer hashes as it was approved`));
+  }
+  // The desk refused an edit holding a secret it knew; this worker may know more (its own secrets).
+  if (holdsSecret(env, frozen.inputJson, frozen.parsed)) {
+    return refuse(env, c, "denied", new ToolError("edit_refused", `the edit of ${request.id} holds a secret this gate holds; an edit never carries one`));
   }
   const checked = parseInput(c.manifest, frozen.parsed, env.redactor);
   if ("error" in checked) return refuse(env, c, "error", checked.error, { issues: checked.issues, inputSchema: c.tool.descriptor.inputSchema });
