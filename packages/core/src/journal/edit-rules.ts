@@ -61,8 +61,9 @@ export function refuseEditDecision(id: string, request: ApprovalRequest, decisio
   }
   if (edit.by !== decision.approver || edit.via !== decision.via) throw invalid(`an edit of approval request ${id} must be made by the approver who grants it`);
   if (edit.fromInputHash !== inputHash) throw invalid(`approval request ${id} changed since you looked (${now}): the edit starts from another version`);
+  // Whether it hashes to `edit.inputHash` is checked on the input as it will be stored (`refuseUnreadable`).
   const hash = hashOf(edit.input);
-  if (hash === undefined || hash !== edit.inputHash) throw invalid(`an edit of approval request ${id} carries an input hash that is not its input's`);
+  if (hash === undefined) throw invalid(`an edit of approval request ${id} carries an input JSON cannot hold`);
   if (hash === inputHash || hash === request.inputHash) throw refused(`an edit of approval request ${id} changes nothing`);
 }
 
@@ -89,9 +90,12 @@ export function refuseUnreadable(request: ApprovalRequest): void {
     text = undefined;
   }
   const stored = text === undefined ? undefined : ApprovalRequestSchema.safeParse(JSON.parse(text));
-  // The input as stored (JSON) must hash as approved: what runs is read back from the row.
-  if (!stored?.success || hashOf(stored.data.edit?.input) !== request.edit?.inputHash) {
+  if (!stored?.success) {
     throw invalid(`an edit of approval request ${request.id} is not one the journal can store and read back (its preview or changes are malformed)`);
+  }
+  // The input as stored (JSON) must hash as approved: what runs is read back from the row.
+  if (hashOf(stored.data.edit?.input) !== request.edit?.inputHash) {
+    throw invalid(`an edit of approval request ${request.id} carries an input hash that is not its input's`);
   }
 }
 
