@@ -1,4 +1,5 @@
 import type { ApprovalRequest } from "@toolgate/core";
+import { currentApprovals } from "@toolgate/core/operator";
 import type { ApprovalChange } from "@toolgate/core/store-kit";
 import { h, text, type Child, type Markup } from "./html.js";
 
@@ -68,8 +69,7 @@ export function renderDiff(body: string): Markup {
 /** How many approvals a request's current version has and needs (the two-person rule). */
 export function approvalsOf(request: ApprovalRequest): { readonly have: NonNullable<ApprovalRequest["approvals"]>; readonly need: number } {
   // Only approvals of the version that would run count: an edit starts the count again.
-  const version = request.edit?.version ?? 0;
-  return { have: (request.approvals ?? []).filter((a) => (a.version ?? 0) === version), need: request.approvalsNeeded ?? 1 };
+  return { have: currentApprovals(request), need: request.approvalsNeeded ?? 1 };
 }
 
 /** The concrete preview of one request: summary, target, every fact, the body (a diff as a diff). */

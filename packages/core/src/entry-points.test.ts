@@ -272,6 +272,8 @@ const ENTRY_POINTS = {
       "buildInventory",
       "checkPinnedHeads",
       "createAuthority",
+      "currentApprovals",
+      "currentExpectation",
       "durationText",
       "limitsFor",
       "parseWitness",

@@ -27,3 +27,4 @@ export { createAuthority } from "./authority/create-authority.js";
 export type { CreateAuthorityOptions } from "./authority/create-authority.js";
 export type { Authority, AuthorityAction, KillSwitch, McpClient, Operator, OperatorRole, OperatorScope, OperatorStatus } from "./authority/types.js";
 export type { ApprovalDecisionResult, EditOptions, EditPreview } from "./gate/approvals.js";
+export { currentApprovals, currentExpectation } from "./journal/edit-rules.js";

@@ -8,6 +8,7 @@
 import { open } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { ApprovalPreview, ApprovalRequest } from "@toolgate/core";
+import { currentExpectation } from "@toolgate/core/operator";
 import type { ApprovalChange } from "@toolgate/core/store-kit";
 import { CliFailure, EXIT, type Io } from "../output.js";
 import { printable } from "../printable.js";
@@ -17,11 +18,6 @@ import type { Runtime } from "../runtime.js";
 export const MAX_EDIT_BYTES = 1024 * 1024;
 
 const PREVIEW_HASH = /^[0-9a-f]{64}$/;
-
-/** The version a decision names: the edit's (1, 2, …) or 0, and the preview hash shown for it. */
-export function currentVersion(r: ApprovalRequest): { readonly version: number; readonly previewHash: string } {
-  return { version: r.edit?.version ?? 0, previewHash: r.edit?.previewHash ?? r.previewHash };
-}
 
 /** `--preview-hash`: the 64 hex digits the command printed; anything else is a usage error. */
 export function parsePreviewHash(text: string | undefined, id: string): string | undefined {
@@ -174,7 +170,7 @@ export async function approveWithEdit(runtime: Runtime, request: ApprovalRequest
   const id = request.id;
   const seenHash = parsePreviewHash(options.previewHash, id);
   const fromVersion = parseFromVersion(options.fromVersion, id);
-  const expect = currentVersion(request);
+  const expect = currentExpectation(request);
   if (seenHash !== undefined && fromVersion === undefined && expect.version > 0)
     throw new CliFailure(
       `${id} was edited by ${request.edit?.by ?? "an approver"} (now version ${expect.version}): say which version your check started from`,

@@ -4,17 +4,18 @@
  * any worker sharing the journal) is picked up by its binding and runs once.
  */
 import { ToolError, type ApprovalRequest, type ApprovalStatus } from "@toolgate/core";
+import { currentApprovals, currentExpectation } from "@toolgate/core/operator";
 import { CliFailure, EXIT, parseDuration, printList, type Io } from "../output.js";
 import { printable } from "../printable.js";
 import type { Runtime } from "../runtime.js";
-import { approveWithEdit, currentVersion, parsePreviewHash, renderEditFacts, renderPreview } from "./approvals-edit.js";
+import { approveWithEdit, parsePreviewHash, renderEditFacts, renderPreview } from "./approvals-edit.js";
 
 const APPROVAL_ID = /^apr_[0-9a-f-]+$/;
 const STATUSES: readonly ApprovalStatus[] = ["pending", "granted", "denied", "consumed", "expired"];
 
 /** The approvals that count: those of the request's current version (an edit starts the count again). */
 function countingApprovals(r: ApprovalRequest) {
-  return r.approvals?.filter((a) => (a.version ?? 0) === currentVersion(r).version);
+  return r.approvals && currentApprovals(r);
 }
 
 /** `1/2` for a two-person request, `-` for one that needs one approver and has none yet. */
@@ -132,7 +133,7 @@ export interface ApproveOptions {
 async function approveAsItStands(runtime: Runtime, request: ApprovalRequest, options: ApproveOptions, ttlMs: number) {
   const id = request.id;
   const seen = parsePreviewHash(options.previewHash, id);
-  const current = currentVersion(request);
+  const current = currentExpectation(request);
   if (request.edit !== undefined && seen === undefined)
     throw new CliFailure(
       `${id} was edited by ${request.edit.by} (version ${current.version}): approving it needs the preview hash you checked`,

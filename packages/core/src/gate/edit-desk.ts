@@ -7,7 +7,7 @@ import { canonicalJson } from "../canonical-json.js";
 import { pointerSegment } from "../edit-fields.js";
 import { ToolError } from "../errors.js";
 import type { ApprovalChange, ApprovalEdit, ApprovalExpectation } from "../journal/edit-types.js";
-import { versionOf } from "../journal/edit-rules.js";
+import { currentExpectation, versionOf } from "../journal/edit-rules.js";
 import type { ApprovalRequest } from "../journal/types.js";
 import { scanForInjection, type InjectionFinding } from "../untrusted.js";
 import { previewEdited } from "./desk-preview.js";
@@ -100,7 +100,8 @@ export function refuseStale(request: ApprovalRequest, expect: unknown): void {
   if (typeof e !== "object" || e === null || !Number.isInteger(e.version) || typeof e.previewHash !== "string") {
     throw new ToolError("approval_invalid", "expect must name the version seen and its preview hash ({ version, previewHash })");
   }
-  if (e.version !== versionOf(request) || e.previewHash !== (request.edit?.previewHash ?? request.previewHash)) {
+  const current = currentExpectation(request);
+  if (e.version !== current.version || e.previewHash !== current.previewHash) {
     const now = request.edit ? `now version ${request.edit.version} by ${request.edit.by}` : "now version 0, the input as asked";
     throw new ToolError("approval_invalid", `approval request ${request.id} changed since you looked (${now}): look again and decide on what it is now`);
   }

@@ -2,7 +2,7 @@ import { hashCanonical } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import { ApprovalRequestSchema } from "./records.js";
 import { tampered } from "./sealed-rows.js";
-import type { ApprovalDecision, ApprovalEdit, ApprovalGrantRecord, ApprovalRequest, IntentInput } from "./types.js";
+import type { ApprovalDecision, ApprovalEdit, ApprovalExpectation, ApprovalGrantRecord, ApprovalRequest, IntentInput } from "./types.js";
 
 /**
  * The journal's rules for an approver's edit of a request's input (pure; `createJournal` calls them
@@ -31,6 +31,12 @@ export interface EditedRun {
 /** The request's current version: 0 as asked, n after the n-th edit. */
 export const versionOf = (request: ApprovalRequest): number => request.edit?.version ?? 0;
 
+/** What a decision on the request as it stands names: its current version and that version's preview hash. */
+export const currentExpectation = (request: ApprovalRequest): ApprovalExpectation => ({
+  version: versionOf(request),
+  previewHash: request.edit?.previewHash ?? request.previewHash,
+});
+
 /** The approvals that count: those of the request's current version. */
 export const currentApprovals = (request: ApprovalRequest): readonly ApprovalGrantRecord[] =>
   (request.approvals ?? []).filter((a) => (a.version ?? 0) === versionOf(request));
@@ -44,9 +50,8 @@ const refused = (message: string) => new ToolError("edit_refused", message);
 
 /** Refuse a grant whose view is stale or whose edit the journal cannot take (rules 1–3 of the plan). */
 export function refuseEditDecision(id: string, request: ApprovalRequest, decision: Grant): void {
-  const version = versionOf(request);
+  const { version, previewHash } = currentExpectation(request);
   const inputHash = request.edit?.inputHash ?? request.inputHash;
-  const previewHash = request.edit?.previewHash ?? request.previewHash;
   const expect = decision.expect;
   const now = request.edit ? `now version ${version} by ${request.edit.by}` : "now version 0, the input as asked";
   if (expect === undefined ? request.edit !== undefined : !(expect.version === version && expect.previewHash === previewHash)) {
