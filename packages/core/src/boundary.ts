@@ -5,8 +5,24 @@
 export { resolveWithinRoot, createRootGuard, MAX_CANDIDATE_LENGTH } from "./boundary/resolve-within-root.js";
 export type { ResolveWithinRootOptions, RootGuard, PathRefusalReason } from "./boundary/resolve-within-root.js";
 export { protectPath, protectedPaths, isProtectedPath, isHardLinkToProtected } from "./boundary/protected-paths.js";
-export { bubblewrapMasks } from "./boundary/verifier-sandbox.js";
-export { createVerifier, DEFAULT_SANDBOX_READ_ONLY_PATHS, TRUNCATION_MARKER } from "./boundary/verifier.js";
+export {
+  bubblewrapMasks,
+  bwrapOnPath,
+  DEFAULT_SANDBOX_READ_ONLY_PATHS,
+  findBwrap,
+  SANDBOX_SECCOMP_FD,
+  sandboxCgroups,
+  sandboxLaunch,
+  sandboxUserNamespace,
+  sandboxWorks,
+} from "./boundary/sandbox/profile.js";
+export type { SandboxFacts, SandboxLaunch, SandboxSpec } from "./boundary/sandbox/profile.js";
+export { DEFAULT_SANDBOX_LIMITS, SANDBOX_LIMIT_NAMES, sandboxLimits } from "./boundary/sandbox/limits.js";
+export type { SandboxLimitName, SandboxLimits } from "./boundary/sandbox/limits.js";
+export { seccompDenied, seccompProgram, SECCOMP_ARCHES } from "./boundary/sandbox/seccomp.js";
+export type { SeccompOptions } from "./boundary/sandbox/seccomp.js";
+export { sandboxIsolation } from "./boundary/sandbox/isolation.js";
+export { createVerifier, TRUNCATION_MARKER } from "./boundary/verifier.js";
 export type {
   CreateVerifierOptions,
   CommandVerifier,

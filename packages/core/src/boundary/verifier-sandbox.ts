@@ -3,33 +3,11 @@
  * command under it (no network, its own process, IPC and host-name namespaces, private `/tmp`,
  * `/proc` and `/dev`, system paths and, unless the command may write, the root read-only).
  */
-import { accessSync, constants, lstatSync } from "node:fs";
+import { accessSync, constants } from "node:fs";
 import path from "node:path";
 import { ToolError } from "../errors.js";
 import type { BubblewrapSandbox, VerifierSandbox } from "./verifier-options.js";
-import { isDirectory, protectedPaths } from "./protected-paths.js";
-
-/** Host paths a bubblewrap sandbox sees read-only by default. */
-export const DEFAULT_SANDBOX_READ_ONLY_PATHS: readonly string[] = [
-  "/usr",
-  "/bin",
-  "/sbin",
-  "/lib",
-  "/lib32",
-  "/lib64",
-  "/libx32",
-  "/etc/alternatives",
-  "/etc/ld.so.cache",
-  "/etc/ld.so.conf",
-  "/etc/ld.so.conf.d",
-  "/etc/ssl",
-  "/etc/ca-certificates",
-  "/etc/passwd",
-  "/etc/group",
-  "/etc/nsswitch.conf",
-  "/etc/localtime",
-  "/etc/hosts",
-];
+import { bubblewrapMasks, DEFAULT_SANDBOX_READ_ONLY_PATHS } from "./sandbox/profile.js";
 
 /** A sandbox ready to use: the bwrap program found and the read-only paths checked. */
 export interface PreparedSandbox {
@@ -81,33 +59,6 @@ export function sandboxedArgv(
   args.push(write ? "--bind" : "--ro-bind", realRoot, realRoot);
   args.push(...bubblewrapMasks([realRoot, ...sandbox.readOnlyPaths], hidden));
   return [...args, "--chdir", cwd, "--", ...argv];
-}
-
-/**
- * The bubblewrap arguments that hide every protected path (and `hidden`) inside the paths a sandbox
- * binds: a directory behind an empty tmpfs, a file behind /dev/null. Pass them after the binds.
- * Every sandbox that binds host paths (the verifier's, tool processes', imported MCP servers')
- * uses this one list, so the gate's state is out of reach wherever it is configured.
- */
-export function bubblewrapMasks(bound: readonly string[], hidden: readonly string[] = []): string[] {
-  return masked(bound, [...protectedPaths(), ...hidden]).flatMap((p) => (isDirectory(p) ? ["--tmpfs", p] : ["--ro-bind", "/dev/null", p]));
-}
-
-const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
-
-/** The paths to hide: existing, not links (their targets are listed in real form), under a bound path, parents before (and instead of) children. */
-function masked(bound: readonly string[], candidates: readonly string[]): string[] {
-  const chosen: string[] = [];
-  for (const p of [...new Set(candidates.map((c) => path.resolve(c)))].sort((a, b) => a.length - b.length)) {
-    if (!bound.some((b) => under(p, b)) || chosen.some((c) => under(p, c))) continue;
-    try {
-      if (lstatSync(p).isSymbolicLink()) continue;
-    } catch {
-      continue;
-    }
-    chosen.push(p);
-  }
-  return chosen;
 }
 
 function findOnPath(program: string, searchPath: string): string | undefined {

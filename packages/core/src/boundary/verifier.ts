@@ -24,7 +24,6 @@ export type {
   VerifierEnv,
   VerifierSandbox,
 } from "./verifier-options.js";
-export { DEFAULT_SANDBOX_READ_ONLY_PATHS } from "./verifier-sandbox.js";
 export { TRUNCATION_MARKER } from "./verifier-output.js";
 
 const DEFAULT_TIMEOUT_MS = 120_000;
