@@ -17,7 +17,7 @@ export interface SandboxLimits {
   readonly cpuSeconds: number;
   /** Largest file a process may write (RLIMIT_FSIZE): a larger write fails and the kernel sends SIGXFSZ. */
   readonly fileBytes: number;
-  /** Size of the private `/tmp`. */
+  /** Size of the private `/tmp`, and of `/dev/shm` (each). */
   readonly tmpBytes: number;
   /** Output the host reads from the program (per verifier stream; per frame for a tool process). */
   readonly outputBytes: number;

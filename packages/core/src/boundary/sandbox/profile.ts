@@ -178,14 +178,16 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   if (userns) args.push("--unshare-user", "--disable-userns");
   args.push("--cap-drop", "ALL", "--new-session", "--die-with-parent");
   // The private mounts first, so a bind under /tmp shows through them.
-  args.push("--proc", "/proc", "--dev", "/dev", "--size", String(spec.limits.tmpBytes), "--tmpfs", "/tmp");
+  // /dev is a tmpfs of its own, remounted read-only below; its /dev/shm and /tmp are sized.
+  const tmpBytes = String(spec.limits.tmpBytes);
+  args.push("--proc", "/proc", "--dev", "/dev", "--size", tmpBytes, "--tmpfs", "/dev/shm", "--size", tmpBytes, "--tmpfs", "/tmp");
   for (const p of readOnly) args.push("--ro-bind", p, p);
   if (network && existsSync("/etc/resolv.conf")) args.push("--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf");
   for (const p of writable) args.push("--bind", p, p);
   for (const p of sockets) args.push("--bind", p, p);
   args.push(...bubblewrapMasks([...readOnly, ...writable], spec.hidden ?? []));
-  // The empty root bubblewrap builds is a tmpfs: read-only, so nothing is kept in memory outside /tmp's bound.
-  args.push("--remount-ro", "/");
+  // The empty root bubblewrap builds and /dev are tmpfs: read-only, so nothing is kept in memory beyond the sized ones.
+  args.push("--remount-ro", "/dev", "--remount-ro", "/");
   const seccomp = seccompProgram({ unixSockets: sockets.length > 0 });
   if (seccomp !== undefined) args.push("--add-seccomp-fd", String(SANDBOX_SECCOMP_FD));
   args.push("--chdir", cwd, "--", ...argv);
