@@ -66,13 +66,14 @@ export function sandboxLimits(overrides: Partial<SandboxLimits> | undefined, whe
   return Object.freeze(out as unknown as SandboxLimits);
 }
 
-/** The prlimit options that set every kernel limit, soft and hard alike (a program cannot raise them back). */
+/** The prlimit options that set every kernel limit, the hard limit too (a program cannot raise them back). */
 export function prlimitArgs(limits: SandboxLimits): string[] {
   return [
     `--data=${limits.memoryBytes}`,
     `--nproc=${limits.processes}`,
     `--nofile=${limits.openFiles}`,
-    `--cpu=${limits.cpuSeconds}`,
+    // SIGXCPU at the limit and SIGKILL a second later (at a hard limit alone the kernel sends SIGKILL, which says nothing).
+    `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
     `--fsize=${limits.fileBytes}`,
     // No core files: a crashing tool must not write its memory (and what it held) to disk.
     "--core=0",

@@ -38,6 +38,21 @@ export const DEFAULT_SANDBOX_READ_ONLY_PATHS: readonly string[] = [
   "/etc/hosts",
 ];
 
+/** /proc entries bound read-only over the sandbox's own /proc. */
+const PROC_READ_ONLY = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
+/** /proc entries hidden (kernel memory, key rings, timers and hardware the program has no use for). */
+const PROC_HIDDEN = [
+  "/proc/kcore",
+  "/proc/keys",
+  "/proc/key-users",
+  "/proc/latency_stats",
+  "/proc/timer_list",
+  "/proc/sched_debug",
+  "/proc/acpi",
+  "/proc/scsi",
+  "/proc/asound",
+];
+
 /** The descriptor the sandbox reads its seccomp program from: spawn with a pipe there and write `seccomp` to it. */
 export const SANDBOX_SECCOMP_FD = 3;
 
@@ -181,6 +196,10 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   // /dev is a tmpfs of its own, remounted read-only below; its /dev/shm and /tmp are sized.
   const tmpBytes = String(spec.limits.tmpBytes);
   args.push("--proc", "/proc", "--dev", "/dev", "--size", tmpBytes, "--tmpfs", "/dev/shm", "--size", tmpBytes, "--tmpfs", "/tmp");
+  // The sandbox's user is the host's: procfs files that check only the user (sysctls such as
+  // kernel/core_pattern, the sysrq trigger) would take its writes. Read-only, or hidden.
+  for (const p of PROC_READ_ONLY) if (existsSync(p)) args.push("--ro-bind", p, p);
+  for (const p of PROC_HIDDEN) if (existsSync(p)) args.push(...(isDirectory(p) ? ["--tmpfs", p, "--remount-ro", p] : ["--ro-bind", "/dev/null", p]));
   for (const p of readOnly) args.push("--ro-bind", p, p);
   if (network && existsSync("/etc/resolv.conf")) args.push("--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf");
   for (const p of writable) args.push("--bind", p, p);
@@ -200,8 +219,10 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   const limits = prlimitArgs({ ...spec.limits, processes: nproc });
   const prlimit = ["/usr/bin/prlimit", "/bin/prlimit"].find(isExecutable);
   if (prlimit === undefined) throw new ToolError("config_invalid", `${who}: the sandbox needs prlimit (util-linux), which was not found`);
-  const join = cgroup === undefined ? [] : ["/bin/sh", "-c", JOIN_SCRIPT, "sh", ...cgroup.procs, "--"];
-  const full = [...join, prlimit, ...limits, "--", ...args];
+  const bash = isExecutable("/bin/bash") ? "/bin/bash" : undefined;
+  if (bash === undefined && cgroup === undefined) throw new ToolError("config_invalid", `${who}: the sandbox needs /bin/bash to start`);
+  const shell = bash ?? "/bin/sh";
+  const full = [shell, "-c", bash === undefined ? JOIN : CLOSE + JOIN, "sandbox", ...(cgroup?.procs ?? []), "--", prlimit, ...limits, "--", ...args];
 
   const facts: SandboxFacts = {
     kind: "bubblewrap",
@@ -235,8 +256,13 @@ export function sandboxCgroups(): boolean {
   return process.getuid?.() === 0 && cgroupsAvailable();
 }
 
+/**
+ * Closes every descriptor the host inherited (whatever its parent left open without close-on-exec
+ * would otherwise reach the program) but the standard three and the seccomp program's.
+ */
+const CLOSE = `for f in /proc/self/fd/*; do n=\${f##*/}; case $n in 0|1|2|${3}) ;; *) eval "exec $n>&-" ;; esac; done; `;
 /** Joins each cgroup named before `--`, then runs the rest: the first process is in the cgroup before anything forks. */
-const JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+const JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
 
 /** The host user's processes now (what RLIMIT_NPROC counts besides the sandbox's). */
 function userProcessCount(): number {
