@@ -5,7 +5,7 @@
  * limit was hit, and kills whatever is left in it when the run is over.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { SandboxLimitName, SandboxLimits } from "./limits.js";
 
@@ -44,10 +44,33 @@ function hostLayout(): Layout | null {
       mkdirSync(memory, { recursive: true });
       layout = { version: 1, pids, memory };
     }
+    if (layout !== null) for (const dir of layout.version === 1 ? [layout.pids, layout.memory] : [layout.base]) removeOrphans(dir);
   } catch {
     layout = null;
   }
   return layout;
+}
+
+/** Remove the empty cgroups of runs whose host process is gone (one that died before it could finish them). */
+function removeOrphans(base: string): void {
+  for (const name of readdirSync(base)) {
+    const pid = /^run-(\d+)-[0-9a-f]+$/.exec(name)?.[1];
+    if (pid === undefined || alive(Number(pid))) continue;
+    try {
+      rmdirSync(path.join(base, name));
+    } catch {
+      // still holds a process, or gone already
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** Whether runs get a cgroup here. */

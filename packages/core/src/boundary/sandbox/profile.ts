@@ -29,7 +29,8 @@ export const DEFAULT_SANDBOX_READ_ONLY_PATHS: readonly string[] = [
   "/etc/ld.so.cache",
   "/etc/ld.so.conf",
   "/etc/ld.so.conf.d",
-  "/etc/ssl",
+  "/etc/ssl/certs",
+  "/etc/ssl/openssl.cnf",
   "/etc/ca-certificates",
   "/etc/passwd",
   "/etc/group",
@@ -37,6 +38,9 @@ export const DEFAULT_SANDBOX_READ_ONLY_PATHS: readonly string[] = [
   "/etc/localtime",
   "/etc/hosts",
 ];
+
+/** Variables the starting shell exports on its own. */
+const SHELL_VARIABLES = ["SHLVL", "PWD", "OLDPWD", "_"];
 
 /** /proc entries bound read-only over the sandbox's own /proc. */
 const PROC_READ_ONLY = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
@@ -192,6 +196,8 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   if (network) args.push("--share-net");
   if (userns) args.push("--unshare-user", "--disable-userns");
   args.push("--cap-drop", "ALL", "--new-session", "--die-with-parent");
+  // What the starting shell adds to the environment is not the program's (a sandbox gets only what its caller gives).
+  for (const name of SHELL_VARIABLES) args.push("--unsetenv", name);
   // The private mounts first, so a bind under /tmp shows through them.
   // /dev is a tmpfs of its own, remounted read-only below; its /dev/shm and /tmp are sized.
   const tmpBytes = String(spec.limits.tmpBytes);
@@ -222,7 +228,19 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   const bash = isExecutable("/bin/bash") ? "/bin/bash" : undefined;
   if (bash === undefined && cgroup === undefined) throw new ToolError("config_invalid", `${who}: the sandbox needs /bin/bash to start`);
   const shell = bash ?? "/bin/sh";
-  const full = [shell, "-c", bash === undefined ? JOIN : CLOSE + JOIN, "sandbox", ...(cgroup?.procs ?? []), "--", prlimit, ...limits, "--", ...args];
+  const full = [
+    shell,
+    ...(bash === undefined ? [] : ["--norc", "--noprofile"]),
+    "-c",
+    bash === undefined ? JOIN : CLOSE + JOIN,
+    "sandbox",
+    ...(cgroup?.procs ?? []),
+    "--",
+    prlimit,
+    ...limits,
+    "--",
+    ...args,
+  ];
 
   const facts: SandboxFacts = {
     kind: "bubblewrap",
