@@ -137,10 +137,34 @@ describe.skipIf(!bwrapInstalled && process.env["CI"] === undefined)("repo.check 
     );
   });
 
+  it("a check that hits a sandbox limit fails with limit_exceeded; a writing one leaves the tree as it was", async () => {
+    const big = `exec head -c ${256 * 1024} /dev/zero > big.bin`;
+    const gate = gateFor(repo, {
+      checks: {
+        inplace: { argv: ["/bin/sh", "-c", big.replace("big.bin", "/tmp/big.bin")] },
+        scratch: { argv: ["/bin/sh", "-c", big], sandbox: { write: true } },
+      },
+      checkSandbox: { kind: "bubblewrap", limits: { fileBytes: 64 * 1024 } },
+    });
+    for (const check of ["inplace", "scratch"]) {
+      const result = await invokeApproved(gate, "repo.check", { check });
+      expect(result, check).toMatchObject({ status: "error", code: "limit_exceeded", details: { limit: "fileBytes", value: 64 * 1024 } });
+      // The scratch copy it wrote to is gone with its run: nothing changed.
+      expect(result.status === "error" && result.boundary, check).toBe("effect_failed");
+    }
+    expect(existsSync(path.join(repo.root, "big.bin"))).toBe(false);
+    const inventory = inventoryOf({ checkSandbox: { kind: "bubblewrap", limits: { fileBytes: 64 * 1024 } } });
+    expect(inventory.runtimeIsolation.notes).toContain("files up to 65536 bytes");
+  });
+
   it("reports in the inventory the isolation it enforces, and no more", () => {
     const contained = inventoryOf({});
     expect(contained.runtimeIsolation).toMatchObject({ network: "none", filesystem: "read-root" });
     expect(contained.runtimeIsolation.notes).toContain("bubblewrap");
+    // Computed from the sandbox as built: what it drops, filters and bounds.
+    expect(contained.runtimeIsolation.notes).toMatch(/no capabilities, seccomp filter/);
+    expect(contained.runtimeIsolation.notes).toContain("CPU 600 s");
+    expect(contained.runtimeIsolation.notes).toContain(`output ${64 * 1024} bytes`);
     expect(contained.approval).toBe("conditional");
     expect(contained.risk).toBe("medium");
     const writing = inventoryOf({ checks: { build: { argv: [node, "-e", "0"], sandbox: { write: true } } } });

@@ -1,7 +1,8 @@
 /**
- * How `repo.check` runs the repository's own code: inside the bubblewrap sandbox by default (no
- * network, the working tree read-only with the gate's state and denied paths hidden, writes only
- * to a scratch copy), after a human's approval unless the operator opted a named check out.
+ * How `repo.check` runs the repository's own code: inside the shared bubblewrap sandbox profile by
+ * default (no network, no capabilities, the seccomp filter, limits; the working tree read-only with
+ * the gate's state and denied paths hidden, writes only to a scratch copy), after a human's
+ * approval unless the operator opted a named check out.
  */
 import { cp, mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -132,18 +133,22 @@ export function checkRunner(options: RepoToolsOptions, root: string, limits: Rep
     );
   }
 
-  const readOnly = createVerifier({ root, commands, ...base, sandbox: withHide(sandbox.settings, hidden) });
-  const notes = `bubblewrap: no network, the working tree read-only, the gate's state and denied paths hidden, a private /tmp${
+  // Writing checks run in a scratch copy, never through this verifier: in it every check reads only.
+  const inPlace = Object.fromEntries(Object.entries(commands).map(([n, c]) => [n, { ...c, sandbox: { ...c.sandbox, write: false } }]));
+  const readOnly = createVerifier({ root, commands: inPlace, ...base, sandbox: withHide(sandbox.settings, hidden) });
+  // What the sandbox enforces (capabilities, seccomp, limits) in the verifier's words, computed from what it built.
+  const enforced = readOnly.isolation;
+  const notes = `the working tree read-only, the gate's state and denied paths hidden, a private /tmp${
     writers.length > 0 ? `; ${writers.join(", ")} write to a scratch copy of the tree (denied paths left out), discarded after the run` : ""
-  }; ${approvalNote}`;
+  }; ${enforced.notes ?? ""}; ${approvalNote}`;
   return runner(
     (name) => (writers.includes(name) ? "scratch copy" : "nothing"),
     "contained",
-    isolationOf("none", writers.length > 0 ? "scratch-copy" : "read-root", notes),
+    isolationOf(enforced.network, writers.length > 0 ? "scratch-copy" : "read-root", notes),
     async (name, signal) => {
       if (!writers.includes(name)) return readOnly.run({ command: name, signal });
       const links = linked[name] ?? [];
-      return inScratchCopy(root, deny, links, signal, async (scratch) => {
+      return inScratchCopy(root, deny, links, signal, scratchLimitBoundary, async (scratch) => {
         const settings = withHide(sandbox.settings, links.length === 0 ? () => [] : hidden);
         const readOnlyPaths = [...(settings.readOnlyPaths ?? DEFAULT_SANDBOX_READ_ONLY_PATHS), ...links.map((l) => path.join(root, l))];
         const verifier: CommandVerifier = createVerifier({
@@ -156,6 +161,15 @@ export function checkRunner(options: RepoToolsOptions, root: string, limits: Rep
       });
     },
   );
+}
+
+/**
+ * A writing check stopped by a limit wrote, at most, to its scratch copy, which is discarded: the
+ * tree is untouched, so its effect failed rather than stands unknown.
+ */
+function scratchLimitBoundary(error: unknown): unknown {
+  if (!ToolError.is(error, "limit_exceeded") || error.boundary !== "effect_state_unknown") return error;
+  return new ToolError(error.code, error.message, { cause: error, ...(error.details ? { details: error.details } : {}), boundary: "effect_failed" });
 }
 
 function withHide(settings: Exclude<VerifierSandbox, "none">, hide: () => Promise<readonly string[]> | readonly string[]): BubblewrapSandbox {
@@ -233,6 +247,7 @@ async function inScratchCopy<T>(
   deny: DenyRules,
   links: readonly string[],
   signal: AbortSignal,
+  failed: (error: unknown) => unknown,
   body: (scratch: string) => Promise<T>,
 ): Promise<T> {
   const base = await mkdtemp(path.join(tmpdir(), "toolgate-check-"));
@@ -258,7 +273,9 @@ async function inScratchCopy<T>(
       await symlink(path.join(root, link), path.join(scratch, link));
     }
     if (signal.aborted) throw new ToolError("cancelled", "the check was cancelled before it started");
-    return await body(scratch);
+    return await body(scratch).catch((error: unknown) => {
+      throw failed(error);
+    });
   } finally {
     await rm(base, { recursive: true, force: true });
   }

@@ -70,8 +70,9 @@ export interface ImportMcpServerOptions {
    */
   readonly driftCheck?: "every-call" | "on-list-changed";
   /**
-   * How a stdio server is started; default `"auto"`: under bubblewrap (no network, read-only system
-   * paths and working directory) where bwrap is found, otherwise unsandboxed with a warning.
+   * How a stdio server is started; default `"auto"`: in the shared sandbox profile (no
+   * capabilities, no network or Unix sockets, a seccomp filter, limits, read-only system paths, its
+   * working directory and its own files) where bwrap works, otherwise unsandboxed with a warning.
    */
   readonly sandbox?: McpSandboxOption;
   /**

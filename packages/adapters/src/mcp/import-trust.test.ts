@@ -114,7 +114,7 @@ describe('stdio servers start under bubblewrap by default (sandbox: "auto")', ()
       expect(h.imported.isolation).toMatchObject({ network: "none", filesystem: expect.stringContaining("read-only") });
       expect(h.imported.warnings.join("\n")).not.toContain("without a sandbox");
       const [entry] = buildInventory(h.gate.registry, { profiles: [hostileProfile] }).tools;
-      expect(JSON.stringify(entry)).toContain("inside bubblewrap");
+      expect(JSON.stringify(entry)).toContain("; bubblewrap: ");
     } finally {
       await h.close();
     }
@@ -125,7 +125,7 @@ describe('stdio servers start under bubblewrap by default (sandbox: "auto")', ()
     copyFileSync(hostileServer, copy);
     const h = await importHostile(probeEnv(), { args: [copy], cwd: dir });
     try {
-      expect(h.imported.isolation?.notes).toContain("inside bubblewrap");
+      expect(h.imported.isolation?.notes).toContain("; bubblewrap: ");
       // Its own directory is readable, not writable; the network is still out of reach.
       expect(await probe(h)).toEqual({ read: true, wrote: false, connected: false });
     } finally {

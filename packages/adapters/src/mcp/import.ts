@@ -12,7 +12,7 @@ import {
   type RuntimeIsolation,
 } from "@toolgate/core";
 import { z } from "zod";
-import { callFailure, createRemoteConnection, listFailure } from "./remote-connection.js";
+import { callFailure, createRemoteConnection, limitFailure, listFailure } from "./remote-connection.js";
 import { capOutput, DEFAULT_MAX_OUTPUT_BYTES, fencedRemoteText, remoteProgressText, type TextRedactor } from "./remote-output.js";
 import { stdioLaunch } from "./remote-sandbox.js";
 
@@ -59,7 +59,7 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
   if (!options || typeof options.name !== "string") throw new ToolError("config_invalid", "importMcpServer needs a name");
   if ((options.command === undefined) === (options.url === undefined))
     throw new ToolError("config_invalid", "importMcpServer needs exactly one of command or url");
-  const launch = options.command === undefined ? undefined : stdioLaunch(options.name, options.command, options.args ?? [], options.cwd, options.sandbox);
+  const launch = options.command === undefined ? undefined : stdioLaunch(options);
   let listedGeneration = 0;
   const connection = createRemoteConnection(options, launch, () => {
     void refresh().catch(() => undefined);
@@ -67,7 +67,13 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
   const listAll = async (): Promise<Map<string, McpTool>> => {
     const live = await connection.current();
     listedGeneration = live.generation;
-    return listTools(live.client);
+    try {
+      return await listTools(live.client);
+    } catch (cause) {
+      const hit = live.limitHit();
+      if (hit !== undefined) throw limitFailure(options.name, "while listing its tools", hit, "effect_not_started", cause);
+      throw cause;
+    }
   };
 
   let remote: Map<string, McpTool>;
@@ -75,6 +81,8 @@ export async function importMcpServer(options: ImportMcpServerOptions): Promise<
     remote = await listAll();
   } catch (cause) {
     await connection.close().catch(() => undefined);
+    // A server that cannot start within its sandbox's limits: the operator must raise them.
+    if (cause instanceof ToolError && cause.code === "limit_exceeded") throw cause;
     // The server's own words (an error it sent) are not repeated to the operator's log unfenced.
     throw new ToolError("provider_unavailable", `MCP server ${options.name} could not be reached or did not list its tools`, { cause });
   }

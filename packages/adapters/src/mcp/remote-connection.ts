@@ -5,10 +5,11 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { ToolError } from "@toolgate/core";
+import { ToolError, type EffectBoundary } from "@toolgate/core";
+import type { SandboxLimitName } from "@toolgate/core/boundary";
 import { BOUNDS_ERROR_CODE, BoundedTransport, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MCP_BOUNDS } from "./bounded-transport.js";
 import type { ImportMcpServerOptions } from "./import-options.js";
 import { fencedRemoteText, type TextRedactor } from "./remote-output.js";
@@ -21,6 +22,17 @@ export interface LiveConnection {
   readonly transport: BoundedTransport;
   /** Counts connections: a new one means the server was started (or reached) again. */
   readonly generation: number;
+  /**
+   * The sandbox limit a stdio server hit, once it has ended on its own (the host did not stop it):
+   * from its exit status and its cgroup, or a message over `outputBytes` when that bound the line.
+   */
+  limitHit(): LimitHit | undefined;
+}
+
+/** A sandbox limit the server hit, and its value. */
+export interface LimitHit {
+  readonly limit: SandboxLimitName;
+  readonly value: number;
 }
 
 export interface RemoteConnection {
@@ -48,26 +60,42 @@ export function createRemoteConnection(options: ImportMcpServerOptions, launch: 
 
   const open = async (): Promise<LiveConnection> => {
     const client = new Client({ name: `toolgate-import-${options.name}`, version: "0.1.0" }, { jsonSchemaValidator: acceptAll });
-    const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    // A sandboxed server's output limit bounds its messages too, where it is the tighter bound.
+    const outputBytes = launch?.limits?.outputBytes;
+    const outputBinds = outputBytes !== undefined && outputBytes < maxMessageBytes;
+    const maxBytes = outputBinds ? outputBytes : maxMessageBytes;
     let transport: BoundedTransport | undefined;
-    const inner = launch
-      ? stdioTransport(options, launch, maxBytes)
-      : new StreamableHTTPClientTransport(new URL(options.url!), {
-          fetch: limitedFetch(maxBytes, () => transport?.breakProtocol("the server sent a response longer than the limit")),
-        });
+    let limitHit: () => LimitHit | undefined = () => undefined;
+    let inner: Transport;
+    if (launch) {
+      const stdio = stdioTransport(options, launch, maxBytes);
+      inner = stdio.transport;
+      limitHit = () => {
+        const hit = stdio.hits()[0];
+        if (hit !== undefined) return { limit: hit, value: launch.limits![hit] };
+        return outputBinds && stdio.transport.lineTooLong ? { limit: "outputBytes", value: outputBytes } : undefined;
+      };
+    } else {
+      inner = new StreamableHTTPClientTransport(new URL(options.url!), {
+        fetch: limitedFetch(maxBytes, () => transport?.breakProtocol("the server sent a response longer than the limit")),
+      });
+    }
     transport = new BoundedTransport(inner, { ...DEFAULT_MCP_BOUNDS, ...options.bounds }, launch !== undefined);
     client.setNotificationHandler(ToolListChangedNotificationSchema, onListChanged);
     try {
       await client.connect(transport);
     } catch (cause) {
       await client.close().catch(() => undefined);
+      const hit = limitHit();
+      if (hit !== undefined) throw limitFailure(options.name, "while it started", hit, "effect_not_started", cause);
       throw new ToolError("provider_unavailable", `could not connect to MCP server ${options.name}`, {
         cause,
         boundary: "effect_not_started",
         retryable: true,
       });
     }
-    return { client, transport, generation: ++generation };
+    return { client, transport, generation: ++generation, limitHit };
   };
 
   return {
@@ -91,21 +119,26 @@ export function createRemoteConnection(options: ImportMcpServerOptions, launch: 
     },
   };
 
-  function stdioTransport(o: ImportMcpServerOptions, how: StdioLaunch, maxLineBytes: number): StdioClientLineTransport {
-    const env: Record<string, string> = {};
-    for (const key of o.inheritEnv ?? ["PATH"]) {
-      const value = process.env[key];
-      if (value !== undefined) env[key] = value;
-    }
-    Object.assign(env, o.env ?? {});
-    return new StdioClientLineTransport({
-      command: how.command,
-      args: how.args,
-      env,
+  /** A transport over a fresh start of the server, and the limits that start hit once it ended on its own. */
+  function stdioTransport(o: ImportMcpServerOptions, how: StdioLaunch, maxLineBytes: number) {
+    const run = how.start();
+    const [command, ...args] = run.argv as [string, ...string[]];
+    let hits: readonly SandboxLimitName[] = [];
+    const transport = new StdioClientLineTransport({
+      command,
+      args,
+      env: how.env,
       stderr: o.stderr ?? "ignore",
       maxLineBytes,
+      seccomp: run.seccomp,
+      onExit: (exit) => {
+        const hit = run.finish(exit);
+        // A server the host stopped (a broken protocol, the import closed) did not end by a limit.
+        if (!exit.stopped) hits = hit;
+      },
       ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
     });
+    return { transport, hits: () => hits };
   }
 }
 
@@ -133,8 +166,18 @@ function limitedFetch(maxBytes: number, onOver: () => void): FetchLike {
   };
 }
 
+/** A sandbox limit the server hit: the call ends with `limit_exceeded`, naming the limit and its value. */
+export function limitFailure(server: string, during: string, hit: LimitHit, boundary: EffectBoundary, cause?: unknown): ToolError {
+  return new ToolError(
+    "limit_exceeded",
+    `MCP server ${server} hit its sandbox limit ${hit.limit} (${hit.value}) ${during}; it ended, and is started again on the next call`,
+    { cause, boundary, details: { limit: hit.limit, value: hit.value } },
+  );
+}
+
 /** What a failed listing before a call becomes: the call never started. */
 export function listFailure(server: string, live: LiveConnection | undefined, cause: unknown): ToolError {
+  if (cause instanceof ToolError && cause.code === "limit_exceeded") return cause;
   const broken =
     (cause instanceof ToolError && cause.code === "protocol_error") ||
     (cause instanceof McpError && cause.code === BOUNDS_ERROR_CODE) ||
@@ -158,6 +201,9 @@ const LOCAL_CODES = new Set<number>([ErrorCode.ConnectionClosed, ErrorCode.Reque
  * (a JSON-RPC error's message) is redacted, scanned and fenced into `details.remoteError`.
  */
 export function callFailure(server: string, tool: string, toolId: string, live: LiveConnection, cause: unknown, redactor: TextRedactor | undefined): ToolError {
+  // The server ended mid-call by a limit: what it did before is not known.
+  const hit = live.limitHit();
+  if (hit !== undefined) return limitFailure(server, `during ${tool}`, hit, "effect_state_unknown", cause);
   if (live.transport.broken !== undefined) {
     return new ToolError(
       "protocol_error",

@@ -6,6 +6,7 @@
  * reported rather than skipped: either breaks the protocol (see {@link BoundedTransport}).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import type { Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 
@@ -17,6 +18,10 @@ export interface StdioServerLaunch {
   readonly cwd?: string;
   readonly stderr: "ignore" | "inherit";
   readonly maxLineBytes: number;
+  /** A seccomp program the sandbox reads on descriptor 3 (a pipe) before the server starts. */
+  readonly seccomp?: Buffer | undefined;
+  /** Called once when the server has exited (or could not be started); `stopped` when the host ended it. */
+  readonly onExit?: (exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly stopped: boolean }) => void;
 }
 
 /** What a line over the limit is reported as. */
@@ -32,24 +37,42 @@ export class StdioClientLineTransport implements Transport {
   private parts: Buffer[] = [];
   private pending = 0;
   private stopped = false;
+  /** Whether the server sent a line over `maxLineBytes` (the connection was then closed). */
+  lineTooLong = false;
 
   constructor(private readonly launch: StdioServerLaunch) {}
 
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
+      const seccomp = this.launch.seccomp;
       const child = spawn(this.launch.command, [...this.launch.args], {
         env: { ...this.launch.env },
-        stdio: ["pipe", "pipe", this.launch.stderr],
+        stdio: seccomp === undefined ? ["pipe", "pipe", this.launch.stderr] : ["pipe", "pipe", this.launch.stderr, "pipe"],
         shell: false,
         ...(this.launch.cwd === undefined ? {} : { cwd: this.launch.cwd }),
       });
       this.child = child;
+      if (seccomp !== undefined) {
+        const program = child.stdio[3] as Writable | null;
+        program?.on("error", () => undefined); // EPIPE when it died first; its exit says why
+        program?.end(seccomp);
+      }
+      let exited = false;
+      const exit = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (exited) return;
+        exited = true;
+        this.launch.onExit?.({ code, signal, stopped: this.stopped });
+      };
+      child.once("exit", exit);
       child.once("error", (error) => {
+        // A spawn that failed never exits: its run is over all the same.
+        if (child.pid === undefined) exit(null, null);
         reject(error);
         this.onerror?.(error);
       });
       child.once("spawn", () => resolve());
-      child.once("close", () => {
+      child.once("close", (code, signal) => {
+        exit(code, signal);
         this.child = undefined;
         this.onclose?.();
       });
@@ -93,6 +116,7 @@ export class StdioClientLineTransport implements Transport {
   }
 
   private fail(error: Error): void {
+    if (error instanceof LineTooLongError) this.lineTooLong = true;
     this.parts = [];
     this.pending = 0;
     this.onerror?.(error);

@@ -3,6 +3,7 @@
  * arguments checked against them before anything is spawned (`command_denied` otherwise).
  */
 import { ToolError } from "../errors.js";
+import type { SandboxLimits } from "./sandbox/limits.js";
 import type { VerifierCommand } from "./verifier-options.js";
 
 const DEFAULT_MAX_ARGS = 64;
@@ -15,6 +16,8 @@ export interface PreparedCommand {
   readonly allowOptions: boolean;
   readonly maxArgs: number;
   readonly write: boolean;
+  /** The command's own limits as declared (checked against the sandbox's when the verifier is made). */
+  readonly limits: Partial<SandboxLimits> | undefined;
   readonly timeoutMs: number;
 }
 
@@ -46,6 +49,7 @@ export function prepareCommands(declared: Readonly<Record<string, VerifierComman
       allowOptions: spec?.allowOptions === true,
       maxArgs,
       write: entry.sandbox?.write === true,
+      limits: entry.sandbox?.limits,
       timeoutMs: entry.timeoutMs === undefined ? timeoutMs : positiveInteger(entry.timeoutMs, `command ${name} timeoutMs`),
     });
   }

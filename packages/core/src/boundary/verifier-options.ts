@@ -3,6 +3,9 @@
  * environment, the sandbox) and what `createVerifier` returns.
  */
 import type { Verifier } from "../context.js";
+import type { RuntimeIsolation } from "../manifest.js";
+import type { SandboxLimits } from "./sandbox/limits.js";
+import type { SandboxFacts } from "./sandbox/profile.js";
 
 /** The arguments a declared command may take from a tool. Without it, the command takes none. */
 export interface VerifierCommandArgs {
@@ -33,8 +36,12 @@ export interface VerifierCommand {
    */
   readonly argv: readonly [string, ...string[]];
   readonly args?: VerifierCommandArgs;
-  /** Under a sandbox: whether the command may write to the root (default read-only). */
-  readonly sandbox?: { readonly write?: boolean };
+  /**
+   * Under a sandbox: whether the command may write to the root (default read-only), and this
+   * command's limits, laid over the sandbox's (`outputBytes` excepted: the verifier's
+   * `maxOutputBytes` is its output limit). Without a sandbox neither applies.
+   */
+  readonly sandbox?: { readonly write?: boolean; readonly limits?: Partial<SandboxLimits> };
   /** This command's deadline; default the verifier's `timeoutMs`. */
   readonly timeoutMs?: number;
 }
@@ -48,10 +55,10 @@ export interface VerifierEnv {
   readonly set?: Readonly<Record<string, string>>;
 }
 
-/** Bubblewrap settings; `"bubblewrap"` alone means all defaults. */
+/** Bubblewrap settings (the shared sandbox profile, see `sandboxLaunch`); `"bubblewrap"` alone means all defaults. */
 export interface BubblewrapSandbox {
   readonly kind: "bubblewrap";
-  /** The bwrap program; default found on the host's `PATH`. */
+  /** The bwrap program (an absolute path); default found on the host's `PATH`, then /usr/bin, /bin. */
   readonly bwrapPath?: string;
   /**
    * Host paths bound read-only into the sandbox, each only where it exists; default
@@ -64,6 +71,18 @@ export interface BubblewrapSandbox {
    * empty tmpfs, a file by `/dev/null`). Protected paths (`protectPath`) are always hidden.
    */
   readonly hide?: () => readonly string[] | Promise<readonly string[]>;
+  /**
+   * Every command's limits, laid over `DEFAULT_SANDBOX_LIMITS` (a command may override them). A
+   * run that hits one the host can observe (processes and memory through a root host's cgroup, CPU
+   * time and file size through the kill signal) rejects with `limit_exceeded`. `outputBytes` is
+   * not set here: the verifier's `maxOutputBytes` is its output limit.
+   */
+  readonly limits?: Partial<SandboxLimits>;
+  /**
+   * Host Unix sockets the commands may connect to (absolute paths of existing sockets). Without
+   * them a command can open no Unix socket at all, even one inside the root.
+   */
+  readonly unixSockets?: readonly string[];
 }
 
 export type VerifierSandbox = "none" | "bubblewrap" | BubblewrapSandbox;
@@ -76,7 +95,10 @@ export interface CreateVerifierOptions {
   readonly commands: Readonly<Record<string, VerifierCommand>>;
   /** Deadline per run; default 120 s. */
   readonly timeoutMs?: number;
-  /** Most bytes kept per stream (stdout, stderr); default 256 KiB. */
+  /**
+   * The verifier's output limit: most bytes kept per stream (stdout, stderr); default 256 KiB.
+   * The rest is dropped and the stream ends with `TRUNCATION_MARKER`; the command runs on.
+   */
   readonly maxOutputBytes?: number;
   readonly env?: VerifierEnv;
   /** Default `"none"`. */
@@ -90,4 +112,12 @@ export interface CommandVerifier extends Verifier {
   /** The declared command names, for a tool's description or an operator's inventory. */
   readonly commands: readonly string[];
   readonly sandbox: "none" | "bubblewrap";
+  /**
+   * What the verifier enforces, in the inventory's words (`sandboxIsolation`): computed from the
+   * sandbox as built for its commands (the root read-only, or writable for the commands that may
+   * write, and each command's limits), or "no sandbox".
+   */
+  readonly isolation: RuntimeIsolation;
+  /** What the sandbox enforces for a declared command, as built; undefined without a sandbox or for an undeclared name. */
+  sandboxFacts(command: string): SandboxFacts | undefined;
 }

@@ -1,13 +1,25 @@
 /**
  * Running one command: spawned directly (never a shell) as the leader of its own process group,
  * stdin at end-of-file; at the deadline or on abort the whole group gets SIGTERM, then SIGKILL
- * after the grace; when the leader exits, whatever it left in its group is killed.
+ * after the grace; when the leader exits, whatever it left in its group is killed. Under the
+ * sandbox, the run's end also asks the sandbox which limits were hit (and ends what it left).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { performance } from "node:perf_hooks";
+import type { Writable } from "node:stream";
 import type { VerifierRunResult } from "../context.js";
-import { ToolError } from "../errors.js";
+import { ToolError, type EffectBoundary } from "../errors.js";
+import type { SandboxLimitName, SandboxLimits } from "./sandbox/limits.js";
+import type { SandboxLaunch } from "./sandbox/profile.js";
 import { OutputCapture } from "./verifier-output.js";
+
+/** The sandbox a run was launched in: its seccomp program, its end, and what a limit hit means for the effect. */
+export interface ExecuteSandbox {
+  readonly launch: SandboxLaunch;
+  readonly limits: SandboxLimits;
+  /** Where the effect stands when a limit stopped the command (unknown where it could change anything outside). */
+  readonly boundary: EffectBoundary;
+}
 
 export interface ExecuteOptions {
   readonly cwd: string;
@@ -18,13 +30,14 @@ export interface ExecuteOptions {
   readonly signal: AbortSignal | undefined;
   /** The command's declared name, for errors. */
   readonly label: string;
-  /** Whether `argv` starts with the sandbox program, for errors. */
-  readonly sandboxed: boolean;
+  /** The sandbox `argv` was launched in (argv is then its launch's); undefined without one. */
+  readonly sandbox?: ExecuteSandbox;
 }
 
 /**
  * Run `argv` to its end. Resolves to the outcome whatever the exit status; rejects with
- * `cancelled` once the aborted run's group is gone, or `config_invalid` when it could not start.
+ * `cancelled` once the aborted run's group is gone, `limit_exceeded` once a sandboxed run that hit
+ * a limit is gone, or `config_invalid` when it could not start.
  */
 export function execute(argv: readonly string[], options: ExecuteOptions): Promise<VerifierRunResult> {
   const [program, ...rest] = argv as [string, ...string[]];
@@ -35,14 +48,23 @@ export function execute(argv: readonly string[], options: ExecuteOptions): Promi
       child = spawn(program, rest, {
         cwd: options.cwd,
         env: options.env,
-        stdio: ["ignore", "pipe", "pipe"],
+        // Under the sandbox, descriptor 3 carries the seccomp program to bubblewrap.
+        stdio: options.sandbox?.launch.seccomp === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", "pipe", "pipe", "pipe"],
         detached: true,
         shell: false,
         windowsHide: true,
       });
     } catch (cause) {
+      options.sandbox?.launch.finish({ code: null, signal: null });
       reject(new ToolError("config_invalid", `command ${options.label} could not be started`, { cause }));
       return;
+    }
+    const seccomp = options.sandbox?.launch.seccomp;
+    const seccompPipe = seccomp === undefined ? undefined : (child.stdio[3] as Writable | null);
+    if (seccomp !== undefined) {
+      // EPIPE when bubblewrap died before reading it; its exit says why.
+      seccompPipe?.on("error", () => undefined);
+      seccompPipe?.end(seccomp);
     }
     const stdout = new OutputCapture(options.maxOutputBytes);
     const stderr = new OutputCapture(options.maxOutputBytes);
@@ -77,14 +99,27 @@ export function execute(argv: readonly string[], options: ExecuteOptions): Promi
       if (graceTimer !== undefined) clearTimeout(graceTimer);
       options.signal?.removeEventListener("abort", onAbort);
       const durationMs = performance.now() - started;
+      // Once, whatever the outcome: a root host's cgroup is read, emptied and removed here.
+      const hit: SandboxLimitName[] = options.sandbox?.launch.finish(exit ?? { code: null, signal: null }) ?? [];
       if (error !== undefined) {
         const code = (error as { code?: unknown }).code;
-        const what = options.sandboxed ? "the bubblewrap sandbox" : `the program of command ${options.label}`;
+        const what = options.sandbox !== undefined ? "the bubblewrap sandbox" : `the program of command ${options.label}`;
         reject(new ToolError("config_invalid", `${what} could not be started (${typeof code === "string" ? code : "error"})`, { cause: error }));
         return;
       }
       if (aborted) {
         reject(new ToolError("cancelled", `command ${options.label} was cancelled; its processes were stopped`, { details: { durationMs } }));
+        return;
+      }
+      const limit = hit[0];
+      if (limit !== undefined && options.sandbox !== undefined) {
+        const value = options.sandbox.limits[limit];
+        reject(
+          new ToolError("limit_exceeded", `command ${options.label} hit its sandbox limit ${limit} (${value}); its processes were stopped`, {
+            details: { command: options.label, limit, value, hit, durationMs },
+            boundary: options.sandbox.boundary,
+          }),
+        );
         return;
       }
       resolve({
@@ -106,6 +141,8 @@ export function execute(argv: readonly string[], options: ExecuteOptions): Promi
       exit = { code, signal };
       // The leader is gone: whatever it left in its group goes too.
       killGroup(child, "SIGKILL");
+      // Bubblewrap has long read its seccomp program; the descriptor must not hold the run open.
+      seccompPipe?.destroy();
     });
     child.once("close", () => finish());
   });

@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ToolError, type ToolErrorCode } from "../errors.js";
+import { protectPath } from "./protected-paths.js";
+import { sandboxCgroups } from "./sandbox/profile.js";
 import { createVerifier, type CreateVerifierOptions, type VerifierCommand } from "./verifier.js";
 
 const node = process.execPath;
@@ -493,5 +495,177 @@ describe.skipIf(!runSandboxTests)("verifier under bubblewrap", { timeout: 60_000
     const result = await sandboxed({ fork: { argv: ["/bin/sh", forker], timeoutMs: 3_000 } }).run({ command: "fork" });
     expect(result.timedOut).toBe(true);
     expect(await noneLeft(token)).toBe(true);
+  });
+});
+
+describe.skipIf(!runSandboxTests)("verifier on the shared sandbox profile", { timeout: 90_000 }, () => {
+  const sandboxed = (commands: CreateVerifierOptions["commands"], sandbox: Exclude<CreateVerifierOptions["sandbox"], "none" | undefined> = "bubblewrap") =>
+    createVerifier({ root, commands, timeoutMs: 30_000, maxOutputBytes: 64 * 1024, sandbox });
+  const MIB = 1024 * 1024;
+
+  // A root host bounds the process count with a cgroup, which also tells that it was hit.
+  it.skipIf(!sandboxCgroups())("a command that forks past `processes` is bounded, and the run rejects with limit_exceeded once they are gone", async () => {
+    const token = `308.${process.pid}${Date.now() % 1000}`;
+    const forker = await script("fork-many.sh", `i=0\nwhile [ $i -lt 40 ]; do sleep ${token} & i=$((i+1)); done\necho forked`);
+    const verifier = sandboxed({ fork: { argv: ["/bin/sh", forker], sandbox: { limits: { processes: 16 } } } });
+    const error = await caught(verifier.run({ command: "fork" }));
+    expect(error.code).toBe<ToolErrorCode>("limit_exceeded");
+    expect(error.details).toMatchObject({ command: "fork", limit: "processes", value: 16 });
+    // The root was read-only and nothing was named: nothing outside changed.
+    expect(error.boundary).toBe("effect_failed");
+    expect(await processesWith(token)).toEqual([]);
+
+    // The same command within its limit runs to its end.
+    const within = await script("fork-few.sh", `i=0\nwhile [ $i -lt 4 ]; do sleep 0.1 & i=$((i+1)); done\nwait\necho forked`);
+    const result = await sandboxed({ fork: { argv: ["/bin/sh", within], sandbox: { limits: { processes: 16 } } } }).run({ command: "fork" });
+    expect(result).toMatchObject({ exitCode: 0, stdout: "forked\n" });
+  });
+
+  it("a command that burns CPU past `cpuSeconds` is stopped by the kernel, and the run rejects with limit_exceeded", async () => {
+    const verifier = sandboxed({ spin: { argv: ["/bin/sh", "-c", "while :; do :; done"], sandbox: { limits: { cpuSeconds: 1 } }, timeoutMs: 60_000 } });
+    const error = await caught(verifier.run({ command: "spin" }));
+    expect(error.code).toBe<ToolErrorCode>("limit_exceeded");
+    expect(error.details).toMatchObject({ command: "spin", limit: "cpuSeconds", value: 1 });
+  });
+
+  it("a write past `fileBytes` is stopped, and the run rejects with limit_exceeded; a command that may write leaves its effect unknown", async () => {
+    const big = `exec head -c ${256 * 1024} /dev/zero > big.bin`;
+    const verifier = sandboxed({
+      tmp: { argv: ["/bin/sh", "-c", big.replace("big.bin", "/tmp/big.bin")], sandbox: { limits: { fileBytes: 64 * 1024 } } },
+      tree: { argv: ["/bin/sh", "-c", big], sandbox: { write: true, limits: { fileBytes: 64 * 1024 } } },
+      fits: { argv: ["/bin/sh", "-c", big.replace("big.bin", "/tmp/big.bin")] },
+    });
+    const error = await caught(verifier.run({ command: "tmp" }));
+    expect(error.code).toBe<ToolErrorCode>("limit_exceeded");
+    expect(error.details).toMatchObject({ command: "tmp", limit: "fileBytes", value: 64 * 1024 });
+    expect(error.boundary).toBe("effect_failed");
+    const written = await caught(verifier.run({ command: "tree" }));
+    expect(written.details).toMatchObject({ limit: "fileBytes" });
+    expect(written.boundary).toBe("effect_state_unknown");
+    expect((await readFile(path.join(root, "big.bin"))).length).toBe(64 * 1024);
+    await rm(path.join(root, "big.bin"));
+    expect((await verifier.run({ command: "fits" })).exitCode).toBe(0);
+  });
+
+  it("/tmp holds no more than `tmpBytes`: a write past it fails with ENOSPC, as the command's exit shows", async () => {
+    const fill = `try { require("fs").writeFileSync("/tmp/fill", Buffer.alloc(${2 * MIB})); console.log("wrote"); } catch (e) { console.log(e.code); process.exit(28); }`;
+    const small = await sandboxed({ fill: { argv: [node, "-e", fill] } }, { kind: "bubblewrap", limits: { tmpBytes: MIB } }).run({ command: "fill" });
+    expect(small).toMatchObject({ exitCode: 28, stdout: "ENOSPC\n" });
+    const roomy = await sandboxed({ fill: { argv: [node, "-e", fill] } }, { kind: "bubblewrap", limits: { tmpBytes: 4 * MIB } }).run({ command: "fill" });
+    expect(roomy).toMatchObject({ exitCode: 0, stdout: "wrote\n" });
+  });
+
+  it("the root and the system paths are read-only, the command's root writable only when it declares writes", async () => {
+    const tryWrite = `const fs = require("fs"); const t = (f) => { try { f(); return "ok"; } catch (e) { return e.code; } }; console.log(JSON.stringify([t(() => fs.mkdirSync("/new-dir")), t(() => fs.writeFileSync("/usr/written", "x")), t(() => fs.writeFileSync("w.txt", "x"))]));`;
+    const verifier = sandboxed({ ro: { argv: [node, "-e", tryWrite] }, rw: { argv: [node, "-e", tryWrite], sandbox: { write: true } } });
+    expect(JSON.parse((await verifier.run({ command: "ro" })).stdout)).toEqual(["EROFS", "EROFS", "EROFS"]);
+    expect(existsSync(path.join(root, "w.txt"))).toBe(false);
+    expect(JSON.parse((await verifier.run({ command: "rw" })).stdout)).toEqual(["EROFS", "EROFS", "ok"]);
+    expect(existsSync(path.join(root, "w.txt"))).toBe(true);
+    expect(existsSync("/new-dir") || existsSync("/usr/written")).toBe(false);
+    await rm(path.join(root, "w.txt"));
+  });
+
+  it("has no capabilities, no new privileges and a seccomp filter; a remount of the root does not make it writable", async () => {
+    const status = await sandboxed({ status: { argv: ["/bin/cat", "/proc/self/status"] } }).run({ command: "status" });
+    const field = (name: string) => new RegExp(`^${name}:\\s+(\\S+)`, "m").exec(status.stdout)?.[1];
+    expect(field("CapEff")).toBe("0000000000000000");
+    expect(field("CapPrm")).toBe("0000000000000000");
+    expect(field("CapBnd")).toBe("0000000000000000");
+    expect(field("NoNewPrivs")).toBe("1");
+    expect(field("Seccomp")).toBe("2");
+    const remount = `mount -o remount,rw,bind ${root} ${root} 2>/dev/null; mount -o remount,rw / 2>/dev/null; echo x > ${root}/remounted 2>/dev/null; echo $?`;
+    const result = await sandboxed({ remount: { argv: ["/bin/sh", "-c", remount] } }).run({ command: "remount" });
+    expect(result.stdout.trim()).not.toBe("0");
+    expect(existsSync(path.join(root, "remounted"))).toBe(false);
+  });
+
+  it("a Unix socket inside the root is not connectable unless the sandbox names it", async () => {
+    const { createServer } = await import("node:net");
+    const socket = path.join(root, "svc.sock");
+    let connections = 0;
+    const server = createServer((s) => {
+      connections++;
+      s.end("hello");
+    });
+    await new Promise<void>((resolve) => server.listen(socket, resolve));
+    const probe = `const s = require("net").connect(${JSON.stringify(socket)}); s.on("data", (d) => { console.log("got " + d); }); s.on("error", (e) => { console.log("failed " + e.code); process.exitCode = 7; });`;
+    try {
+      const refused = await sandboxed({ probe: { argv: [node, "-e", probe] } }).run({ command: "probe" });
+      expect(refused.stdout).toMatch(/^failed E[A-Z]+/);
+      expect(refused.exitCode).toBe(7);
+      expect(connections).toBe(0);
+      const named = sandboxed({ probe: { argv: [node, "-e", probe] } }, { kind: "bubblewrap", unixSockets: [socket] });
+      expect(named.isolation.network).toBe(`none; unix sockets ${socket}`);
+      expect((await named.run({ command: "probe" })).stdout.trim()).toBe("got hello");
+      expect(connections).toBe(1);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+      await rm(socket, { force: true });
+    }
+  });
+
+  it("the gate's protected state under the root is hidden", async () => {
+    await mkdir(path.join(root, "gate-state"), { recursive: true });
+    await writeFile(path.join(root, "gate-state", "vault.key"), "vault-secret-31");
+    await writeFile(path.join(root, "audit.key"), "audit-secret-32");
+    protectPath(path.join(root, "gate-state"));
+    protectPath(path.join(root, "audit.key"));
+    const look = `const fs = require("fs"); const seen = (p) => { try { return fs.readFileSync(p, "utf8"); } catch (e) { return e.code; } }; console.log(JSON.stringify([seen("gate-state/vault.key"), seen("audit.key"), seen("README")]));`;
+    for (const write of [false, true]) {
+      const result = await sandboxed({ look: { argv: [node, "-e", look], sandbox: { write } } }).run({ command: "look" });
+      expect(result.stdout, String(write)).not.toMatch(/secret-3[12]/);
+      expect(JSON.parse(result.stdout)[2]).toBe("inside");
+    }
+  });
+
+  it("refuses bad limits and sockets when it is made", () => {
+    const good = { test: recorder() };
+    const socketless = path.join(root, "README");
+    const bad: CreateVerifierOptions[] = [
+      { root, commands: good, sandbox: { kind: "bubblewrap", limits: { processes: 1 } } },
+      { root, commands: good, sandbox: { kind: "bubblewrap", limits: { cpuSeconds: 1.5 } } },
+      { root, commands: good, sandbox: { kind: "bubblewrap", limits: { threads: 4 } as never } },
+      { root, commands: good, sandbox: { kind: "bubblewrap", limits: { outputBytes: 4096 } } },
+      { root, commands: { test: { argv: [node], sandbox: { limits: { memoryBytes: -1 } } } }, sandbox: "bubblewrap" },
+      { root, commands: { test: { argv: [node], sandbox: { limits: { outputBytes: 4096 } } } }, sandbox: "bubblewrap" },
+      // A typo is an error without a sandbox too.
+      { root, commands: { test: { argv: [node], sandbox: { limits: { proceses: 4 } as never } } } },
+      { root, commands: good, sandbox: { kind: "bubblewrap", unixSockets: ["relative.sock"] } },
+      { root, commands: good, sandbox: { kind: "bubblewrap", unixSockets: [path.join(root, "no-such.sock")] } },
+      { root, commands: good, sandbox: { kind: "bubblewrap", unixSockets: [socketless] } },
+      { root, commands: good, sandbox: { kind: "bubblewrap", readOnlyPaths: ["usr"] } },
+      { root, commands: good, sandbox: { kind: "bubblewrap", bwrapPath: "bwrap" } },
+    ];
+    for (const options of bad) {
+      expect(() => createVerifier(options), JSON.stringify(options.sandbox ?? options.commands)).toThrowError(
+        expect.objectContaining({ code: "config_invalid" }) as Error,
+      );
+    }
+  });
+
+  it("says what it enforces, computed from the sandbox as built", () => {
+    const none = createVerifier({ root, commands: { test: recorder() } });
+    expect(none.isolation).toMatchObject({ network: "unrestricted", filesystem: "host", subprocess: "verifier" });
+    expect(none.isolation.notes).toContain("no sandbox");
+    expect(none.sandboxFacts("test")).toBeUndefined();
+
+    const verifier = sandboxed(
+      { ro: recorder(), rw: { argv: [node], sandbox: { write: true } }, tight: { argv: [node], sandbox: { limits: { cpuSeconds: 5 } } } },
+      { kind: "bubblewrap", limits: { processes: 32 } },
+    );
+    expect(verifier.isolation.network).toBe("none");
+    expect(verifier.isolation.filesystem).toBe(`read-only: system paths, ${root}; writable: ${root} for rw`);
+    expect(verifier.isolation.notes).toMatch(/bubblewrap: .*no capabilities/);
+    expect(verifier.isolation.notes).toContain("CPU 600 s");
+    // The output limit is the verifier's maxOutputBytes.
+    expect(verifier.isolation.notes).toContain("output 65536 bytes");
+    expect(verifier.isolation.notes).toContain("tight: limits");
+    expect(verifier.isolation.notes).toContain("CPU 5 s");
+    expect(verifier.sandboxFacts("rw")?.writable).toEqual([root]);
+    expect(verifier.sandboxFacts("ro")).toMatchObject({ kind: "bubblewrap", network: "none", writable: [] });
+    expect(verifier.sandboxFacts("ro")?.limits).toMatchObject({ processes: 32, outputBytes: 64 * 1024 });
+    expect(verifier.sandboxFacts("tight")?.limits).toMatchObject({ processes: 32, cpuSeconds: 5 });
+    expect(verifier.sandboxFacts("nope")).toBeUndefined();
   });
 });

@@ -9,11 +9,13 @@ import { stat } from "node:fs/promises";
 import type { VerifierRunRequest, VerifierRunResult } from "../context.js";
 import { ToolError } from "../errors.js";
 import { createRootGuard } from "./resolve-within-root.js";
+import type { SandboxLimits } from "./sandbox/limits.js";
+import type { SandboxFacts } from "./sandbox/profile.js";
 import { checkArgs, positiveInteger, prepareCommands } from "./verifier-commands.js";
 import { buildEnv } from "./verifier-env.js";
 import type { CommandVerifier, CreateVerifierOptions } from "./verifier-options.js";
 import { execute } from "./verifier-process.js";
-import { prepareSandbox, sandboxedArgv } from "./verifier-sandbox.js";
+import { commandLimits, factsOf, launchRun, prepareSandbox, verifierIsolation } from "./verifier-sandbox.js";
 
 export type {
   BubblewrapSandbox,
@@ -46,20 +48,28 @@ const DEFAULT_KILL_GRACE_MS = 2_000;
  *   SIGKILL after `killGraceMs`; when the command exits, whatever it left in its group is killed.
  *   (A process that leaves the group with `setsid` escapes this; under bubblewrap it cannot, the
  *   sandbox has its own process namespace that dies with the run.)
- * - keeps at most `maxOutputBytes` per stream, ending a cut stream with {@link TRUNCATION_MARKER};
- * - with `sandbox: "bubblewrap"`, runs under bwrap with no network (a fresh network namespace
- *   holding only a loopback of its own), its own process, IPC and host-name namespaces, a private
- *   `/tmp`, `/proc` and `/dev`, the system paths read-only, the root read-only unless the command
- *   declares `sandbox: { write: true }`, every protected path (`protectPath`) and every path the
- *   sandbox's `hide` names hidden, and the sandbox killed if the host process dies.
+ * - keeps at most `maxOutputBytes` per stream (the verifier's output limit), ending a cut stream
+ *   with {@link TRUNCATION_MARKER};
+ * - with `sandbox: "bubblewrap"`, runs in the shared sandbox profile (`sandboxLaunch`): every
+ *   capability dropped, a user namespace where the kernel allows one, no network (a loopback of its
+ *   own) and no Unix socket but those `unixSockets` names, its own process, IPC, host-name and
+ *   cgroup namespaces, a private `/tmp` of `tmpBytes`, `/proc` and `/dev`, the read-only paths and
+ *   the root read-only (writable for a command that declares `sandbox: { write: true }`) on an
+ *   otherwise empty read-only root, every protected path (`protectPath`) and every path the
+ *   sandbox's `hide` names hidden, the seccomp filter, the limits (`limits`, per command
+ *   `sandbox.limits`), and the sandbox killed if the host process dies. A run that hits a limit the
+ *   host observes rejects with `limit_exceeded` once its processes are gone.
  *
  * @returns a verifier whose `run` resolves to the outcome (exit code, signal, output, truncation,
  *   duration, whether the deadline hit) whatever the command's exit status.
- * @throws ToolError `config_invalid` for a bad root, command, pattern, limit or environment name,
+ * @throws ToolError `config_invalid` for a bad root, command, pattern, limit, environment name,
+ *   sandbox path or Unix socket (one that does not exist, or lies in the gate's protected state),
  *   or when the bubblewrap sandbox is asked for and bwrap is not installed.
  * @throws (from `run`) ToolError `command_denied`, `path_escape`, `not_found` (missing cwd),
- *   `cancelled` (the signal aborted; the process group is gone when it rejects), or
- *   `config_invalid` (the declared program could not be started).
+ *   `cancelled` (the signal aborted; the process group is gone when it rejects),
+ *   `limit_exceeded` (details `command`, `limit`, `value`; the effect state unknown for a command
+ *   that could change anything outside the sandbox: one that writes the root or talks to a named
+ *   socket), or `config_invalid` (the declared program could not be started).
  */
 export function createVerifier(options: CreateVerifierOptions): CommandVerifier {
   const guard = createRootGuard(options.root);
@@ -67,8 +77,28 @@ export function createVerifier(options: CreateVerifierOptions): CommandVerifier 
   const maxOutputBytes = positiveInteger(options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, "maxOutputBytes");
   const killGraceMs = positiveInteger(options.killGraceMs ?? DEFAULT_KILL_GRACE_MS, "killGraceMs");
   const env = buildEnv(options.env ?? {});
-  const sandbox = prepareSandbox(options.sandbox ?? "none", env, guard.root);
+  const sandbox = prepareSandbox(options.sandbox ?? "none", guard.root, maxOutputBytes);
   const commands = prepareCommands(options.commands, timeoutMs);
+  const limits = new Map([...commands].map(([name, command]) => [name, commandLimits(sandbox, name, command.limits)]));
+  // Each distinct sandbox (writable or not, its limits) is built once, to check it and to say what it enforces.
+  const built = new Map<string, SandboxFacts>();
+  const factsFor = (write: boolean, runLimits: SandboxLimits, who: string): SandboxFacts => {
+    const key = JSON.stringify([write, runLimits]);
+    let known = built.get(key);
+    if (known === undefined) built.set(key, (known = factsOf(sandbox!, guard.root, write, runLimits, who)));
+    return known;
+  };
+  const facts = new Map(
+    [...commands].map(([name, command]) => [
+      name,
+      sandbox === undefined ? undefined : factsFor(command.write, limits.get(name)!, `verifier command ${JSON.stringify(name)}`),
+    ]),
+  );
+  const isolation = verifierIsolation(
+    sandbox === undefined ? undefined : factsFor(false, sandbox.limits, "verifier sandbox"),
+    guard.root,
+    new Map([...commands].map(([name, command]) => [name, { write: command.write, facts: facts.get(name) }])),
+  );
 
   const run = async (request: VerifierRunRequest): Promise<VerifierRunResult> => {
     const { signal } = request;
@@ -91,20 +121,23 @@ export function createVerifier(options: CreateVerifierOptions): CommandVerifier 
     if (signal?.aborted) throw new ToolError("cancelled", "the run was cancelled before it started");
 
     const argv = [...command.argv, ...args];
-    const hidden = sandbox?.hide === undefined ? [] : await sandbox.hide();
+    const settings = { cwd, env, timeoutMs: command.timeoutMs, maxOutputBytes, killGraceMs, signal, label: name as string };
+    if (sandbox === undefined) return execute(argv, settings);
+    const hidden = sandbox.hide === undefined ? [] : await sandbox.hide();
     if (signal?.aborted) throw new ToolError("cancelled", "the run was cancelled before it started");
-    const spawned = sandbox === undefined ? argv : sandboxedArgv(sandbox, guard.root, cwd, command.write, argv, hidden);
-    return execute(spawned, {
-      cwd,
-      env,
-      timeoutMs: command.timeoutMs,
-      maxOutputBytes,
-      killGraceMs,
-      signal,
-      label: name as string,
-      sandboxed: sandbox !== undefined,
-    });
+    const runLimits = limits.get(name as string)!;
+    const launch = launchRun(sandbox, guard.root, { cwd, write: command.write, limits: runLimits, hidden }, argv, `verifier command ${name as string}`);
+    // A command stopped by a limit changed nothing outside unless it could: by writing the root or through a named socket.
+    const boundary = command.write || sandbox.unixSockets.length > 0 ? "effect_state_unknown" : "effect_failed";
+    return execute(launch.argv, { ...settings, sandbox: { launch, limits: runLimits, boundary } });
   };
 
-  return { root: guard.root, commands: [...commands.keys()], sandbox: sandbox === undefined ? "none" : "bubblewrap", run };
+  return {
+    root: guard.root,
+    commands: [...commands.keys()],
+    sandbox: sandbox === undefined ? "none" : "bubblewrap",
+    isolation,
+    sandboxFacts: (command: string) => (commands.has(command) ? facts.get(command) : undefined),
+    run,
+  };
 }
