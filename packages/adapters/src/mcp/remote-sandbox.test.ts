@@ -150,8 +150,7 @@ describe.runIf(runSandboxTests)("an imported stdio server in the shared sandbox 
     });
   });
 
-  // The kernel ends the loop with SIGKILL, not SIGXCPU, while the hard CPU limit equals the soft
-  // one, so the sandbox cannot tell this limit from any other death (core skips its test too).
+  // The soft CPU limit sends SIGXCPU a second before the hard one kills: the exit names the limit.
   it("a busy loop past cpuSeconds ends the call with limit_exceeded naming cpuSeconds", async () => {
     await withProbe({ kind: "bubblewrap", limits: { cpuSeconds: 1 } }, async (p) => {
       expect(await p.call({ action: "spin" })).toMatchObject({
