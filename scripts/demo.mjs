@@ -3,7 +3,7 @@
 // Gmail, Calendar and Notion, this repository, and a Python tool process — every call through one
 // gate with a SQLite journal under .toolgate/demo/. Exits 0 only if every step behaved as expected.
 // It builds the packages first (`npm run demo` is `node scripts/demo.mjs`); `--no-build` skips that.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
@@ -187,9 +187,12 @@ const connectors = createConnectorRuntime({
   providers: [createGoogleConnector({ clientId, clientSecret, tokenUrl: google.tokenUrl }), createNotionConnector({ baseUrl: notion.url })],
 });
 
+// The interpreter's own file, not a version manager's shim on PATH: the sandbox binds only what the
+// program needs, and a shim needs the manager's whole tree.
+const python = execFileSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
 const textstats = await startToolProcess({
   name: "textstats",
-  command: "python3",
+  command: python,
   args: [join(root, "examples/python-tool/textstats_tool.py")],
   expectedScopes: { word_count: "text:read", convert_length: "units:convert", slow_count: "text:read" },
   tools: { word_count: { effect: "read", risk: "low" }, convert_length: { effect: "none", risk: "low" }, slow_count: { effect: "read", risk: "low" } },
