@@ -1,5 +1,7 @@
 // The composition this repository documents: every family with the options the demo uses.
 // `toolgate docs --out docs/tools` renders docs/tools/*.md from it; CI runs `toolgate docs --check`.
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { defineProfile } from "@toolgate/core";
 import { createConnectorRuntime, createMemoryVault } from "@toolgate/core/connectors";
 import { createGoogleConnector } from "@toolgate/connector-google";
@@ -48,9 +50,14 @@ export default {
     }),
   ],
   async compose({ baseDir, vault }) {
+    // The interpreter's own file, not a version manager's shim on PATH: the sandbox binds only what
+    // the program needs, and a shim needs the manager's whole tree. The system's first, where there is one.
+    const python = existsSync("/usr/bin/python3")
+      ? "/usr/bin/python3"
+      : execFileSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
     const textstats = await startToolProcess({
       name: "textstats",
-      command: "python3",
+      command: python,
       args: [`${baseDir}/examples/python-tool/textstats_tool.py`],
       expectedScopes: { word_count: "text:read", convert_length: "units:convert", slow_count: "text:read" },
       tools: { word_count: { effect: "read", risk: "low" }, convert_length: { effect: "none", risk: "low" }, slow_count: { effect: "read", risk: "low" } },

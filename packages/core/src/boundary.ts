@@ -5,12 +5,15 @@
 export { resolveWithinRoot, createRootGuard, MAX_CANDIDATE_LENGTH } from "./boundary/resolve-within-root.js";
 export type { ResolveWithinRootOptions, RootGuard, PathRefusalReason } from "./boundary/resolve-within-root.js";
 export { protectPath, protectedPaths, isProtectedPath, isHardLinkToProtected } from "./boundary/protected-paths.js";
+export { bubblewrapMasks } from "./boundary/sandbox/mounts.js";
 export {
-  bubblewrapMasks,
   bwrapOnPath,
   DEFAULT_SANDBOX_READ_ONLY_PATHS,
   findBwrap,
+  feedSandbox,
+  SANDBOX_ARGS_FD,
   SANDBOX_SECCOMP_FD,
+  sandboxStdio,
   sandboxCgroups,
   sandboxLaunch,
   sandboxUserNamespace,

@@ -127,10 +127,10 @@ export function createRemoteConnection(options: ImportMcpServerOptions, launch: 
     const transport = new StdioClientLineTransport({
       command,
       args,
-      env: how.env,
+      env: run.env,
       stderr: o.stderr ?? "ignore",
       maxLineBytes,
-      seccomp: run.seccomp,
+      descriptors: run.descriptors,
       onExit: (exit) => {
         const hit = run.finish(exit);
         // A server the host stopped (a broken protocol, the import closed) did not end by a limit.

@@ -41,12 +41,14 @@ export type McpSandboxOption =
       readonly bwrapPath?: string;
     };
 
-/** One start of the server: what to spawn, the seccomp program for descriptor 3, and the end of the run. */
+/** One start of the server: what to spawn, with what, and the end of the run. */
 export interface ServerStart {
   /** argv[0] is the program. */
   readonly argv: readonly string[];
-  /** Written to descriptor 3 (a pipe) as the server starts; undefined when there is none to load. */
-  readonly seccomp: Buffer | undefined;
+  /** Written to descriptors 3, 4, … (pipes) as the server starts: the sandbox's seccomp program and the server's environment. */
+  readonly descriptors: readonly Buffer[];
+  /** The environment to spawn with: under the sandbox, not the server's (that reaches only the server). */
+  readonly env: Readonly<Record<string, string>>;
   /** Once the server exited: the limits it hit (and its sandbox's cgroup removed). */
   finish(exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null }): SandboxLimitName[];
 }
@@ -88,7 +90,7 @@ export function stdioLaunch(options: ImportMcpServerOptions): StdioLaunch {
     isolation: sandboxIsolation(undefined, what, "process", why),
     warning: why === "sandbox: none" ? undefined : `MCP server ${name} runs without a sandbox: ${why}`,
     limits: undefined,
-    start: () => ({ argv: [command, ...args], seccomp: undefined, finish: () => [] }),
+    start: () => ({ argv: [command, ...args], descriptors: [], env, finish: () => [] }),
   });
   if (spec === null || typeof spec !== "object" || !["auto", "bubblewrap", "none"].includes(spec.kind)) {
     throw new ToolError(
@@ -135,6 +137,7 @@ export function stdioLaunch(options: ImportMcpServerOptions): StdioLaunch {
     network: settings.network === true,
     unixSockets: sockets,
     limits,
+    env,
   };
   const argv = [program, ...args];
   // Built once now, so a bad setting (a protected path, a missing socket) fails the import, and the

@@ -18,8 +18,8 @@ export interface StdioServerLaunch {
   readonly cwd?: string;
   readonly stderr: "ignore" | "inherit";
   readonly maxLineBytes: number;
-  /** A seccomp program the sandbox reads on descriptor 3 (a pipe) before the server starts. */
-  readonly seccomp?: Buffer | undefined;
+  /** What the sandbox reads on descriptors 3, 4, … (pipes) before the server starts. */
+  readonly descriptors?: readonly Buffer[] | undefined;
   /** Called once when the server has exited (or could not be started); `stopped` when the host ended it. */
   readonly onExit?: (exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly stopped: boolean }) => void;
 }
@@ -44,19 +44,19 @@ export class StdioClientLineTransport implements Transport {
 
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
-      const seccomp = this.launch.seccomp;
+      const descriptors = this.launch.descriptors ?? [];
       const child = spawn(this.launch.command, [...this.launch.args], {
         env: { ...this.launch.env },
-        stdio: seccomp === undefined ? ["pipe", "pipe", this.launch.stderr] : ["pipe", "pipe", this.launch.stderr, "pipe"],
+        stdio: ["pipe", "pipe", this.launch.stderr, ...descriptors.map(() => "pipe" as const)],
         shell: false,
         ...(this.launch.cwd === undefined ? {} : { cwd: this.launch.cwd }),
       });
       this.child = child;
-      if (seccomp !== undefined) {
-        const program = child.stdio[3] as Writable | null;
-        program?.on("error", () => undefined); // EPIPE when it died first; its exit says why
-        program?.end(seccomp);
-      }
+      descriptors.forEach((content, i) => {
+        const pipe = child.stdio[3 + i] as Writable | null;
+        pipe?.on("error", () => undefined); // EPIPE when it died first; its exit says why
+        pipe?.end(content);
+      });
       let exited = false;
       const exit = (code: number | null, signal: NodeJS.Signals | null) => {
         if (exited) return;

@@ -10,8 +10,11 @@ import type { Writable } from "node:stream";
 import type { VerifierRunResult } from "../context.js";
 import { ToolError, type EffectBoundary } from "../errors.js";
 import type { SandboxLimitName, SandboxLimits } from "./sandbox/limits.js";
-import type { SandboxLaunch } from "./sandbox/profile.js";
+import { feedSandbox, sandboxStdio, type SandboxLaunch } from "./sandbox/profile.js";
 import { OutputCapture } from "./verifier-output.js";
+
+/** After the leader exits, how long its output pipes may stay open (what it wrote is read first). */
+const PIPES_AFTER_EXIT_MS = 250;
 
 /** The sandbox a run was launched in: its seccomp program, its end, and what a limit hit means for the effect. */
 export interface ExecuteSandbox {
@@ -47,9 +50,10 @@ export function execute(argv: readonly string[], options: ExecuteOptions): Promi
     try {
       child = spawn(program, rest, {
         cwd: options.cwd,
-        env: options.env,
-        // Under the sandbox, descriptor 3 carries the seccomp program to bubblewrap.
-        stdio: options.sandbox?.launch.seccomp === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", "pipe", "pipe", "pipe"],
+        // Under the sandbox the command's environment reaches only the command (bubblewrap reads it
+        // from a descriptor, with the seccomp program); what starts the sandbox gets the launch's.
+        env: options.sandbox === undefined ? options.env : { ...options.sandbox.launch.env },
+        stdio: options.sandbox === undefined ? ["ignore", "pipe", "pipe"] : sandboxStdio(options.sandbox.launch, ["ignore", "pipe", "pipe"]),
         detached: true,
         shell: false,
         windowsHide: true,
@@ -59,13 +63,7 @@ export function execute(argv: readonly string[], options: ExecuteOptions): Promi
       reject(new ToolError("config_invalid", `command ${options.label} could not be started`, { cause }));
       return;
     }
-    const seccomp = options.sandbox?.launch.seccomp;
-    const seccompPipe = seccomp === undefined ? undefined : (child.stdio[3] as Writable | null);
-    if (seccomp !== undefined) {
-      // EPIPE when bubblewrap died before reading it; its exit says why.
-      seccompPipe?.on("error", () => undefined);
-      seccompPipe?.end(seccomp);
-    }
+    if (options.sandbox !== undefined) feedSandbox(child, options.sandbox.launch);
     const stdout = new OutputCapture(options.maxOutputBytes);
     const stderr = new OutputCapture(options.maxOutputBytes);
     child.stdout?.on("data", (chunk: Buffer) => stdout.push(chunk));
@@ -141,8 +139,13 @@ export function execute(argv: readonly string[], options: ExecuteOptions): Promi
       exit = { code, signal };
       // The leader is gone: whatever it left in its group goes too.
       killGroup(child, "SIGKILL");
-      // Bubblewrap has long read its seccomp program; the descriptor must not hold the run open.
-      seccompPipe?.destroy();
+      // Bubblewrap has long read its descriptors; they must not hold the run open, nor may anything
+      // that kept the output pipes past the leader's end.
+      for (const stream of child.stdio.slice(3)) (stream as Writable | null)?.destroy();
+      setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      }, PIPES_AFTER_EXIT_MS).unref();
     });
     child.once("close", () => finish());
   });

@@ -59,7 +59,13 @@ function verifierLimits(overrides: Partial<SandboxLimits> | undefined, where: st
 export function launchRun(
   sandbox: PreparedSandbox,
   realRoot: string,
-  run: { readonly cwd: string; readonly write: boolean; readonly limits: SandboxLimits; readonly hidden: readonly string[] },
+  run: {
+    readonly cwd: string;
+    readonly write: boolean;
+    readonly limits: SandboxLimits;
+    readonly hidden: readonly string[];
+    readonly env?: Readonly<Record<string, string>>;
+  },
   argv: readonly string[],
   who: string,
 ): SandboxLaunch {
@@ -72,6 +78,7 @@ export function launchRun(
       unixSockets: sandbox.unixSockets,
       limits: run.limits,
       hidden: run.hidden,
+      env: run.env ?? {},
     },
     argv,
     who,

@@ -126,7 +126,7 @@ export function createVerifier(options: CreateVerifierOptions): CommandVerifier 
     const hidden = sandbox.hide === undefined ? [] : await sandbox.hide();
     if (signal?.aborted) throw new ToolError("cancelled", "the run was cancelled before it started");
     const runLimits = limits.get(name as string)!;
-    const launch = launchRun(sandbox, guard.root, { cwd, write: command.write, limits: runLimits, hidden }, argv, `verifier command ${name as string}`);
+    const launch = launchRun(sandbox, guard.root, { cwd, write: command.write, limits: runLimits, hidden, env }, argv, `verifier command ${name as string}`);
     // A command stopped by a limit changed nothing outside unless it could: by writing the root or through a named socket.
     const boundary = command.write || sandbox.unixSockets.length > 0 ? "effect_state_unknown" : "effect_failed";
     return execute(launch.argv, { ...settings, sandbox: { launch, limits: runLimits, boundary } });

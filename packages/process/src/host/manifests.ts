@@ -14,6 +14,7 @@ import {
   type ToolContext,
   type ToolFamily,
 } from "@toolgate/core";
+import { sandboxIsolation, type SandboxFacts } from "@toolgate/core/boundary";
 import { z } from "zod";
 import { classifyToolMessage, VERIFICATION_STATES, type DeclaredTool, type ToolRegister } from "../protocol/messages.js";
 import type { CallOutcome } from "./session.js";
@@ -38,26 +39,29 @@ function warn(options: StartToolProcessOptions, message: string, tool?: string):
   else console.warn(`[toolgate process ${options.name}] ${message}`);
 }
 
-/** What the inventory says: only what the sandbox the process really runs in enforces. */
-function isolationOf(options: StartToolProcessOptions, sandbox: ResolvedSandbox): RuntimeIsolation {
-  const how = sandbox.automatic ? 'sandbox "auto"' : "chosen by the operator";
-  const where =
-    sandbox.kind === "none"
-      ? `, no sandbox (${sandbox.automatic ? 'sandbox "auto" found no bwrap on PATH' : 'sandbox "none", chosen by the operator'})`
-      : ` inside ${sandbox.kind} (${how})`;
-  const notes = `tool process ${JSON.stringify(options.command)}${where}; environment allowlisted`;
-  // The operator's extra wrapper arguments can undo what the wrapper would enforce: never claim it then.
-  const extra = typeof sandbox.option === "object" && "args" in sandbox.option ? (sandbox.option.args ?? []) : [];
-  if (sandbox.kind === "bubblewrap") {
-    const network = extra.includes("--share-net") ? "unrestricted" : "none";
-    const writable = extra.some((a) => ["--bind", "--bind-try", "--dev-bind", "--dev-bind-try"].includes(a));
-    return { network, filesystem: writable ? "read-only host, writable binds" : "read-only host", secrets: "none", subprocess: "process", notes };
+/** What the inventory says: computed from the sandbox the process was started in, never from what was hoped. */
+function isolationOf(options: StartToolProcessOptions, sandbox: ResolvedSandbox, facts: SandboxFacts | undefined): RuntimeIsolation {
+  const what = `tool process ${JSON.stringify(options.command)}`;
+  if (sandbox.kind === "bubblewrap" && facts !== undefined) {
+    return sandboxIsolation(
+      facts,
+      `${what} (sandbox ${sandbox.automatic ? '"auto"' : '"bubblewrap", chosen by the operator'}; environment allowlisted)`,
+      "process",
+    );
   }
-  if (sandbox.kind === "firejail") {
-    const network = extra.some((a) => a.startsWith("--net") && a !== "--net=none") ? "as the wrapper allows" : "none";
-    return { network, filesystem: "host", secrets: "none", subprocess: "process", notes };
+  if (sandbox.kind === "custom") {
+    // The host cannot see what an operator's wrapper enforces: it claims nothing for it.
+    const wrapper = (sandbox.option as { argv: readonly string[] }).argv[0] ?? "";
+    return {
+      network: "as the wrapper allows",
+      filesystem: "as the wrapper allows",
+      secrets: "none",
+      subprocess: "process",
+      notes: `${what} inside the operator's wrapper ${JSON.stringify(wrapper)}, unchecked by the host; environment allowlisted`,
+    };
   }
-  return { network: sandbox.kind === "custom" ? "as the wrapper allows" : "unrestricted", filesystem: "host", secrets: "none", subprocess: "process", notes };
+  const why = sandbox.automatic ? 'sandbox "auto" found no bwrap on PATH' : 'sandbox "none", chosen by the operator';
+  return sandboxIsolation(undefined, `${what} (environment allowlisted)`, "process", why);
 }
 
 /** The tool's wire error as one of core's codes. Its message is the tool's text: made plain and bounded, never cut. */
@@ -172,9 +176,15 @@ function admitted(options: StartToolProcessOptions, registration: ToolRegister):
 }
 
 /** The process's family: one manifest per admitted tool, each an ordinary manifest to the gate. */
-export function buildFamily(options: StartToolProcessOptions, sandbox: ResolvedSandbox, registration: ToolRegister, invoke: ProcessInvoke): ToolFamily {
+export function buildFamily(
+  options: StartToolProcessOptions,
+  sandbox: ResolvedSandbox,
+  facts: SandboxFacts | undefined,
+  registration: ToolRegister,
+  invoke: ProcessInvoke,
+): ToolFamily {
   const escalations = new Escalations(options.name);
-  const isolation = isolationOf(options, sandbox);
+  const isolation = isolationOf(options, sandbox, facts);
   const permissions = new Set<string>();
   const manifests: AnyToolManifest[] = [];
   for (const { tool, scope } of admitted(options, registration)) {
@@ -220,7 +230,11 @@ export function buildFamily(options: StartToolProcessOptions, sandbox: ResolvedS
       } catch (error) {
         // Sent but no answer: for a side-effectful tool, nobody knows whether the effect happened.
         if (ToolError.is(error) && error.boundary === undefined) {
-          throw new ToolError(error.code, error.message, { cause: error, boundary: sideEffectful ? "effect_state_unknown" : "effect_failed" });
+          throw new ToolError(error.code, error.message, {
+            cause: error,
+            boundary: sideEffectful ? "effect_state_unknown" : "effect_failed",
+            ...(error.details ? { details: error.details } : {}),
+          });
         }
         throw error;
       }

@@ -2,6 +2,7 @@ import type { ActionType, ApprovalPreview, ApprovalRule, DataClass, Effect, Prev
 import type { DeclaredTool } from "../protocol/messages.js";
 import type { ProcessNotification } from "./after-calls.js";
 import type { NotificationAudit } from "./notification-audit.js";
+import type { SandboxLimits } from "@toolgate/core/boundary";
 import type { ScopeTokenMapping } from "./scopes.js";
 import type { SandboxOption } from "./spawn.js";
 
@@ -69,9 +70,27 @@ export interface StartToolProcessOptions {
    * A wrapper the spawn goes through. Default `"auto"`: bubblewrap where `bwrap` is on PATH; where it
    * is not, no sandbox, a start-up warning (`onLog`, or a process warning with code
    * `TOOLGATE_PROCESS_UNSANDBOXED`) and an inventory that says so. `"none"`: no sandbox, explicitly.
-   * An explicit wrapper that cannot be found is a start-up error naming it.
+   * An explicit wrapper that cannot be found is a start-up error naming it. Under bubblewrap the
+   * tool sees, read-only, the system's programs and libraries, its own program (an interpreter
+   * install's prefix), the directories of the files its arguments name, its working directory and
+   * `readOnlyPaths`; writable only `writablePaths`; nothing else of the host.
    */
   readonly sandbox?: SandboxOption;
+  /** Host paths (absolute, existing) the sandboxed tool may read besides its own files: its libraries, its data. */
+  readonly readOnlyPaths?: readonly string[];
+  /** Host paths (absolute, existing) the sandboxed tool may write. */
+  readonly writablePaths?: readonly string[];
+  /** Host Unix sockets the sandboxed tool may connect to; without any, it may open no Unix socket at all. */
+  readonly unixSockets?: readonly string[];
+  /** Share the host's network with the sandboxed tool; default false (a network namespace with only loopback). */
+  readonly network?: boolean;
+  /**
+   * Limits for this process (the tools it serves share them), over core's defaults: memory,
+   * processes, open files, CPU seconds, file size, /tmp size under bubblewrap; `outputBytes`, the
+   * largest frame the host reads from the process, in every case. A process that dies on one ends
+   * its pending calls with `limit_exceeded` (`details.limit`, `details.value`).
+   */
+  readonly limits?: Partial<SandboxLimits>;
   /** Per tool: a narrower scope than the one it declares. A wider (or unrelated) one refuses start-up. */
   readonly scopeOverrides?: Readonly<Record<string, string>>;
   /**
@@ -148,6 +167,9 @@ export interface ToolProcessHandle {
   status(): ToolProcessStatus;
   /** The last bytes of the current process's stderr. */
   stderrTail(): string;
-  /** `ToolShutdown`, then SIGKILL after the grace period; pending calls fail with `tool_process_dead`. Idempotent. */
+  /**
+   * `ToolShutdown`, then SIGKILL after the grace period; pending calls fail with `tool_process_dead`.
+   * Returns once the process has exited, whatever it left holding its pipes. Idempotent.
+   */
   stop(): Promise<void>;
 }

@@ -1,16 +1,34 @@
 import { mkdtempSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { ToolError } from "@toolgate/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { findOrUndefined, gateOver, logCollector, marker, NODE, PROBE_TOOL, PYTHON_TOOL, realPython, toolRunner } from "../fixtures/helpers.js";
+import {
+  findOrUndefined,
+  gateOver,
+  logCollector,
+  marker,
+  NODE,
+  PROBE_READ_ONLY,
+  PROBE_TOOL,
+  PYTHON_TOOL,
+  realPython,
+  shownPath,
+  toolRunner,
+} from "../fixtures/helpers.js";
 import type { ProcessLogEvent, StartToolProcessOptions, ToolProcessHandle } from "./options.js";
-import { resolveSandbox } from "./spawn.js";
+import { FIREJAIL_REMOVED, resolveSandbox } from "./spawn.js";
 import { startToolProcess, UNSANDBOXED_WARNING } from "./start-tool-process.js";
 
 // A tool process started without a `sandbox` option runs inside bubblewrap where `bwrap` is on
 // PATH; where it is not, it runs unsandboxed, and both a start-up warning and its inventory say so.
 // Each case is proved with the probe tool from inside: which network namespace it is in, and
 // whether it can write a file.
+
+/** The inventory's notes for the probe under bubblewrap: the profile's guards and limits, as built. */
+const BUBBLEWRAP_NOTES = new RegExp(
+  `^tool process ${JSON.stringify(NODE).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\(sandbox "auto"; environment allowlisted\\); bubblewrap: (own user namespace|no user namespace \\(the kernel refused one\\)), no capabilities, seccomp filter; limits: private memory 2048 MiB per process, `,
+);
 
 const handles: ToolProcessHandle[] = [];
 const cleanups: (() => void)[] = [];
@@ -26,7 +44,14 @@ function tempDir(prefix: string): string {
 }
 
 async function probe(options: Partial<StartToolProcessOptions> = {}, writeIn = tempDir("toolgate-sandbox-default-")) {
-  const handle = await startToolProcess({ name: "probe", command: NODE, args: [PROBE_TOOL, marker()], ...options });
+  const handle = await startToolProcess({
+    name: "probe",
+    command: NODE,
+    args: [PROBE_TOOL, marker()],
+    ...options,
+    // What the probe needs besides its own files, where a sandbox may apply (elsewhere, naming them only draws a warning).
+    ...(options.sandbox === "none" ? {} : { readOnlyPaths: [...PROBE_READ_ONLY, ...(options.readOnlyPaths ?? [])] }),
+  });
   handles.push(handle);
   const run = toolRunner(handle);
   const file = join(writeIn, "written.txt");
@@ -61,24 +86,25 @@ describe("resolveSandbox decides auto on the PATH it is given", () => {
       warning: expect.stringMatching(/^sandbox "auto": bwrap/),
     });
     expect(resolveSandbox("none", withBwrap)).toEqual({ option: undefined, kind: "none", automatic: false, warning: undefined });
-    expect(resolveSandbox("firejail", empty)).toMatchObject({ option: "firejail", kind: "firejail", automatic: false, warning: undefined });
+    expect(() => resolveSandbox("firejail" as never, withBwrap)).toThrow(new ToolError("config_invalid", FIREJAIL_REMOVED));
   });
 });
 
 describe.skipIf(findOrUndefined("bwrap") === undefined && !process.env["CI"])("no sandbox option: bubblewrap where it is installed", () => {
-  it("the tool runs in its own network namespace on a read-only host, and the inventory says so; no warning", async () => {
+  it("the tool runs in its own network namespace, seeing only its binds, and the inventory says so; no warning", async () => {
     const logs = logCollector();
     const seen = await probe({ onLog: logs.onLog });
     expect(seen).toEqual({
       isolation: {
         network: "none",
-        filesystem: "read-only host",
+        filesystem: `read-only: system paths, ${[process.cwd(), ...PROBE_READ_ONLY.filter((p) => !p.startsWith(`${process.cwd()}/`))].map(shownPath).join(", ")}`,
         secrets: "none",
         subprocess: "process",
-        notes: `tool process ${JSON.stringify(NODE)} inside bubblewrap (sandbox "auto"); environment allowlisted`,
+        notes: expect.stringMatching(BUBBLEWRAP_NOTES),
       },
       ownNetwork: true,
-      write: { ok: false, code: "EROFS" },
+      // The directory it writes to is the host's, not bound: not there at all.
+      write: { ok: false, code: "ENOENT" },
     });
     expect(logs.events.filter((e: ProcessLogEvent) => /sandbox/.test(e.message))).toEqual([]);
   });
@@ -93,19 +119,28 @@ describe.skipIf(findOrUndefined("bwrap") === undefined && !process.env["CI"])("n
       onLog: () => undefined,
     });
     handles.push(handle);
-    expect(handle.family.tools[0]!.runtimeIsolation.notes).toMatch(/inside bubblewrap \(sandbox "auto"\)/);
+    // Its interpreter's install and its script's directory are what it reads besides the system.
+    expect(handle.family.tools[0]!.runtimeIsolation).toMatchObject({
+      network: "none",
+      filesystem: expect.stringContaining(dirname(PYTHON_TOOL)),
+      notes: expect.stringMatching(/ \(sandbox "auto"; environment allowlisted\); bubblewrap: /),
+    });
     const { gate, call } = gateOver(handle);
     expect(await gate.invoke("textstats.word_count", { text: "one two" }, call)).toMatchObject({ status: "ok", output: { output: { words: 2 } } });
   });
 });
 
-describe.skipIf(findOrUndefined("bwrap") === undefined && !process.env["CI"])("wrapper arguments that undo the sandbox are not hidden by the inventory", () => {
-  it("bubblewrap with --share-net says network unrestricted (and it is); with a --bind, writable binds (and they are)", async () => {
-    const shared = await probe({ sandbox: { kind: "bubblewrap", args: ["--share-net"] }, onLog: () => undefined });
-    expect(shared).toMatchObject({ isolation: { network: "unrestricted", filesystem: "read-only host" }, ownNetwork: false, write: { ok: false } });
+describe.skipIf(findOrUndefined("bwrap") === undefined && !process.env["CI"])("what the operator opens is what the inventory says", () => {
+  it("network: true says network unrestricted (and it is); writablePaths names them writable (and they are)", async () => {
+    const shared = await probe({ sandbox: "bubblewrap", network: true, onLog: () => undefined });
+    expect(shared).toMatchObject({ isolation: { network: "unrestricted" }, ownNetwork: false, write: { ok: false } });
     const dir = tempDir("toolgate-sandbox-bind-");
-    const bound = await probe({ sandbox: { kind: "bubblewrap", args: ["--bind", dir, dir] }, onLog: () => undefined }, dir);
-    expect(bound).toMatchObject({ isolation: { network: "none", filesystem: "read-only host, writable binds" }, ownNetwork: true, write: { ok: true } });
+    const bound = await probe({ sandbox: "bubblewrap", writablePaths: [dir], onLog: () => undefined }, dir);
+    expect(bound).toMatchObject({
+      isolation: { network: "none", filesystem: expect.stringMatching(new RegExp(`; writable: ${dir}$`)) },
+      ownNetwork: true,
+      write: { ok: true },
+    });
   });
 });
 
@@ -119,7 +154,7 @@ describe("no sandbox option, no bwrap on PATH: unsandboxed, and said so", () => 
         filesystem: "host",
         secrets: "none",
         subprocess: "process",
-        notes: `tool process ${JSON.stringify(NODE)}, no sandbox (sandbox "auto" found no bwrap on PATH); environment allowlisted`,
+        notes: `tool process ${JSON.stringify(NODE)} (environment allowlisted); no sandbox (sandbox "auto" found no bwrap on PATH)`,
       },
       // What the inventory says is what happened: the host's network namespace, a writable host.
       ownNetwork: false,
@@ -157,7 +192,7 @@ describe("no sandbox option, no bwrap on PATH: unsandboxed, and said so", () => 
     expect(seen.isolation).toMatchObject({
       network: "unrestricted",
       filesystem: "host",
-      notes: `tool process ${JSON.stringify(NODE)}, no sandbox (sandbox "none", chosen by the operator); environment allowlisted`,
+      notes: `tool process ${JSON.stringify(NODE)} (environment allowlisted); no sandbox (sandbox "none", chosen by the operator)`,
     });
     expect(seen.ownNetwork).toBe(false);
     expect(logs.events.filter((e) => /sandbox/.test(e.message))).toEqual([]);

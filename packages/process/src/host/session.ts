@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { ToolError } from "@toolgate/core";
+import type { SandboxLimits } from "@toolgate/core/boundary";
 import { FrameDecoder, FrameWriter } from "../protocol/codec.js";
 import {
   classifyToolMessage,
@@ -11,7 +12,9 @@ import {
   type VerificationState,
 } from "../protocol/messages.js";
 import { EndedCalls, NotificationGate, type ProcessNotification } from "./after-calls.js";
-import { closePipesAfterExit } from "./spawn.js";
+import { abandonedAtExit, limitFailure, type RunEnd } from "./run-end.js";
+import { closePipes, closePipesAfterExit } from "./spawn.js";
+import { StderrTail } from "./stderr-tail.js";
 import { plainLine } from "./untrusted-text.js";
 
 /** Tool text quoted in the host's own messages: plain, and withheld whole when long (see untrusted-text.ts). */
@@ -32,8 +35,14 @@ export interface SessionSpec {
   readonly log: (level: "debug" | "warn", message: string) => void;
   /** Where `DispatchNotification` frames go, once within their size and rate bounds. */
   readonly notify?: ((notification: Omit<ProcessNotification, "process">) => void) | undefined;
-  /** A seccomp program the sandbox reads on descriptor 3 (`SECCOMP_FD`) before the tool starts. */
-  readonly seccomp?: Buffer | undefined;
+  /** What the sandbox reads on descriptors 3, 4, … before the tool starts (its seccomp program, the tool's environment). */
+  readonly descriptors?: readonly Buffer[] | undefined;
+  /** The environment to spawn with under a sandbox (the tool's own goes to it on a descriptor). */
+  readonly spawnEnv?: Readonly<Record<string, string>> | undefined;
+  /** The process's limits: `outputBytes` bounds each frame read; the others name what `finish` reports. */
+  readonly limits: SandboxLimits;
+  /** The sandbox's end of a run: which limits the process hit, read once it exited. */
+  readonly finish?: RunEnd | undefined;
 }
 
 interface PendingCall {
@@ -43,17 +52,8 @@ interface PendingCall {
   cancelTimer?: NodeJS.Timeout;
 }
 
-/** Every live child, so a host that exits takes its tool processes with it. */
-const live = new Set<ProcessSession>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.once("exit", () => {
-    for (const session of live) session.killNow();
-  });
-}
+/** Every live child, so a host that exits takes its tool processes (and their sandboxes' runs) with it. */
+const live = abandonedAtExit<ProcessSession>();
 
 /**
  * One lifetime of one tool process: spawn, handshake, calls matched by `call_id`, death. Anything
@@ -64,7 +64,7 @@ export class ProcessSession {
   readonly child: ChildProcessWithoutNullStreams;
   /** Settles once the process has exited and its pipes are closed (and it has been reaped). */
   readonly closed: Promise<void>;
-  private readonly decoder = new FrameDecoder();
+  private readonly decoder: FrameDecoder;
   /** Frames sent in one tick leave in one write. */
   private readonly writer = new FrameWriter((bytes) => {
     if (!this.isClosed && !this.child.stdin.destroyed && !this.child.stdin.writableEnded) this.child.stdin.write(bytes);
@@ -73,28 +73,28 @@ export class ProcessSession {
   /** Calls that ended: a frame for one is late (a cancel crossed its result), not a violation. */
   private readonly ended = new EndedCalls();
   private readonly notifications: NotificationGate;
-  private stderr: Buffer[] = [];
-  private stderrBytes = 0;
-  private stderrDropped = false;
+  private readonly stderr: StderrTail;
   private registration: ToolRegister | undefined;
   private handshake: { resolve: (r: ToolRegister) => void; reject: (e: ToolError) => void } | undefined;
   private failure: ToolError | undefined;
   private exitDescription = "exited";
   private isClosed = false;
+  private runFinished = false;
   private deathListener: ((error: ToolError) => void) | undefined;
 
   constructor(private readonly spec: SessionSpec) {
     this.notifications = new NotificationGate(spec.notify, spec.log);
+    this.decoder = new FrameDecoder({ maxFrameBytes: spec.limits.outputBytes });
+    this.stderr = new StderrTail(spec.maxStderrBytes);
     const [program, ...args] = spec.argv;
     this.child = spawn(program!, args, {
       cwd: spec.cwd,
-      env: spec.env,
-      stdio: spec.seccomp ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
+      env: { ...(spec.spawnEnv ?? spec.env) },
+      stdio: ["pipe", "pipe", "pipe", ...(spec.descriptors ?? []).map(() => "pipe" as const)],
       // Its own process group, so the whole tree (a sandbox and what runs inside) is killed together.
       detached: true,
       windowsHide: true,
     });
-    installExitHook();
     live.add(this);
     let spawnError: Error | undefined;
     this.child.on("error", (error) => {
@@ -102,16 +102,17 @@ export class ProcessSession {
       this.fail(new ToolError("tool_process_dead", `tool process could not be started or signalled: ${error.message}`, { cause: error }));
     });
     this.child.stdin.on("error", () => undefined); // EPIPE when it died; its exit says why
-    if (spec.seccomp) {
-      const program = this.child.stdio[3] as import("node:stream").Writable | null;
-      program?.on("error", () => undefined);
-      program?.end(spec.seccomp);
-    }
+    (spec.descriptors ?? []).forEach((content, i) => {
+      const pipe = this.child.stdio[3 + i] as import("node:stream").Writable | null;
+      pipe?.on("error", () => undefined); // EPIPE when it died first; its exit says why
+      pipe?.end(content);
+    });
     closePipesAfterExit(this.child);
     this.child.stdout.on("data", (chunk: Buffer) => this.onStdout(chunk));
-    this.child.stderr.on("data", (chunk: Buffer) => this.onStderr(chunk));
+    this.child.stderr.on("data", (chunk: Buffer) => this.stderr.push(chunk));
     this.child.on("exit", (code, signal) => {
       this.exitDescription = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      this.finishRun(code, signal);
     });
     this.closed = new Promise<void>((resolve) => {
       this.child.on("close", (code, signal) => {
@@ -123,6 +124,7 @@ export class ProcessSession {
             this.fail(new ToolError("protocol_error", `tool process output ended mid-frame: ${(error as Error).message}`, { cause: error }));
           }
         }
+        this.finishRun(code, signal);
         this.isClosed = true;
         live.delete(this);
         // The leader is gone; anything it left in its group (a sandbox's child, a grandchild) goes too.
@@ -165,12 +167,12 @@ export class ProcessSession {
 
   /** The last bytes the process wrote to stderr (bounded; older output is dropped). */
   stderrTail(): string {
-    return Buffer.concat(this.stderr).toString("utf8");
+    return this.stderr.text();
   }
 
   /** True when older stderr was dropped, so the tail starts mid-output. */
   get stderrTruncated(): boolean {
-    return this.stderrDropped;
+    return this.stderr.truncated;
   }
 
   /** Send `ToolHello` and wait for exactly one `ToolRegister`, within the handshake timeout. */
@@ -242,8 +244,30 @@ export class ProcessSession {
     this.writer.flush();
     this.child.stdin.end();
     const timer = setTimeout(() => this.killNow(), graceMs);
+    // Once it has exited, nothing it wrote is awaited: its pipes close at once, so a process it left
+    // holding them (a daemon of its own session) cannot hold stop() past the grace period.
+    if (this.child.exitCode !== null || this.child.signalCode !== null) closePipes(this.child);
+    else this.child.once("exit", () => closePipes(this.child));
     await this.closed;
     clearTimeout(timer);
+  }
+
+  /**
+   * The run is over: the sandbox says which limits the process hit (and kills what is left of it).
+   * A process that died on a limit fails with `limit_exceeded`, its pending calls as after a crash.
+   */
+  private finishRun(code: number | null, signal: NodeJS.Signals | null): void {
+    const finish = this.spec.finish;
+    if (finish === undefined || this.runFinished) return;
+    this.runFinished = true;
+    const error = limitFailure(finish, { code, signal }, this.spec.limits, this.exitDescription, (message) => this.spec.log("warn", message));
+    if (error !== undefined) this.fail(error);
+  }
+
+  /** The host is exiting: kill the process now and end its sandbox's run (its cgroup), without waiting. */
+  abandon(): void {
+    this.killNow();
+    this.finishRun(null, "SIGKILL");
   }
 
   /** SIGKILL the process group (and the child itself, if the group is gone). */
@@ -271,24 +295,6 @@ export class ProcessSession {
     }
   }
 
-  private onStderr(chunk: Buffer): void {
-    // Always drained; only the tail is kept.
-    this.stderr.push(chunk);
-    this.stderrBytes += chunk.length;
-    while (this.stderrBytes > this.spec.maxStderrBytes && this.stderr.length > 0) {
-      this.stderrDropped = true;
-      const head = this.stderr[0]!;
-      const excess = this.stderrBytes - this.spec.maxStderrBytes;
-      if (head.length <= excess) {
-        this.stderr.shift();
-        this.stderrBytes -= head.length;
-      } else {
-        this.stderr[0] = Buffer.from(head.subarray(excess));
-        this.stderrBytes -= excess;
-      }
-    }
-  }
-
   /**
    * Never throws: this runs in the stdout handler, where a throw would take the host down. The
    * frames before a framing failure are read first (a result that arrived whole still counts),
@@ -306,7 +312,11 @@ export class ProcessSession {
       }
     }
     // A framing error can quote the tool's bytes (JSON.parse names the text it stopped at): made plain like all its text.
-    if (error) this.fail(new ToolError("protocol_error", `tool process broke the framing: ${told(error.message)}`, { cause: error }));
+    if (error) {
+      // An oversized header is all the host reads of such a frame (garbage reads the same way): the limit is named, the code stays the protocol's.
+      const details = error.problem === "oversized" ? { details: { limit: "outputBytes", value: this.spec.limits.outputBytes } } : {};
+      this.fail(new ToolError("protocol_error", `tool process broke the framing: ${told(error.message)}`, { cause: error, ...details }));
+    }
   }
 
   private onFrame(frame: unknown): void {
@@ -376,7 +386,11 @@ export class ProcessSession {
     const reason = this.failure;
     if (this.handshake) {
       // Its stderr is quoted by whoever started it, once the pipes are closed (see `handshakeFailure`).
-      this.handshake.reject(this.registration ? reason : new ToolError(reason.code, `${reason.message} during the handshake`, { cause: reason }));
+      this.handshake.reject(
+        this.registration
+          ? reason
+          : new ToolError(reason.code, `${reason.message} during the handshake`, { cause: reason, ...(reason.details ? { details: reason.details } : {}) }),
+      );
       this.handshake = undefined;
     }
     this.failPending(reason);

@@ -1,26 +1,30 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { accessSync, constants, existsSync, realpathSync, statSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { ToolError } from "@toolgate/core";
-import { bubblewrapMasks, protectedPaths } from "@toolgate/core/boundary";
+import {
+  DEFAULT_SANDBOX_READ_ONLY_PATHS,
+  findBwrap,
+  sandboxLaunch,
+  type SandboxFacts,
+  type SandboxLimitName,
+  type SandboxLimits,
+} from "@toolgate/core/boundary";
 
 /**
  * A wrapper the spawn goes through. `auto` (the default): bubblewrap when `bwrap` is on PATH, and
  * otherwise no sandbox, with a start-up warning and an inventory that says so. `none`: no sandbox,
- * chosen explicitly. `bubblewrap`: read-only root, no network, private /dev, /proc and pid
- * namespace, dies with the host (and everything the tool started with it). `firejail`: no network, no profile. `custom`: your own argv prefix (the command and its
- * args are appended). `args` adds wrapper arguments before the command.
+ * chosen explicitly. `bubblewrap`: core's one sandbox profile (every capability dropped, its own
+ * namespaces, an empty read-only root with only the binds the tool needs, a seccomp filter, limits);
+ * `bwrapPath` names the program where it is not on PATH. `custom`: your own argv prefix (the command
+ * and its args are appended); the host cannot tell what it enforces, and the inventory says so.
  */
 export type SandboxOption =
-  | "auto"
-  | "none"
-  | "bubblewrap"
-  | "firejail"
-  | { readonly kind: "bubblewrap" | "firejail"; readonly args?: readonly string[] }
-  | { readonly kind: "custom"; readonly argv: readonly string[] };
+  "auto" | "none" | "bubblewrap" | { readonly kind: "bubblewrap"; readonly bwrapPath?: string } | { readonly kind: "custom"; readonly argv: readonly string[] };
 
 /** The sandbox a process actually runs in, once `auto` is decided; `none` when there is none. */
-export type SandboxKind = "bubblewrap" | "firejail" | "custom" | "none";
+export type SandboxKind = "bubblewrap" | "custom" | "none";
 
 /** What `auto` (or an explicit choice) came to, and why, for the inventory and the start-up warning. */
 export interface ResolvedSandbox {
@@ -31,13 +35,28 @@ export interface ResolvedSandbox {
   readonly automatic: boolean;
   /** Set when `auto` found no bubblewrap: the process runs unsandboxed, and the operator is told. */
   readonly warning: string | undefined;
+  /** The bwrap program, for `bubblewrap`. */
+  readonly bwrap?: string | undefined;
 }
 
-/** Decide `auto` (or no option) on `searchPath`; explicit choices are kept as they are (a missing wrapper is refused later, by name). */
-export function resolveSandbox(sandbox: SandboxOption | undefined, searchPath: string | undefined = process.env["PATH"]): ResolvedSandbox {
+/** Why `sandbox: "firejail"` is refused (it was a choice before). */
+export const FIREJAIL_REMOVED =
+  'sandbox "firejail" was removed: firejail is a setuid-root wrapper, and it was never tested against the escapes the bubblewrap profile is tested against (capabilities, the host\'s /proc, Unix sockets, daemons, limits); use "bubblewrap", or { kind: "custom", argv } at your own risk';
+
+/**
+ * Decide `auto` (or no option) on `searchPath`; an explicit `bubblewrap` whose program is missing,
+ * `firejail` and anything unknown are refused here (`config_invalid`), before anything is spawned.
+ */
+export function resolveSandbox(
+  sandbox: SandboxOption | undefined,
+  searchPath: string | undefined = process.env["PATH"],
+  who = "tool process",
+): ResolvedSandbox {
   if (sandbox === "none") return { option: undefined, kind: "none", automatic: false, warning: undefined };
   if (sandbox === undefined || sandbox === "auto") {
-    if (findExecutable(WRAPPERS.bubblewrap.program, searchPath)) return { option: "bubblewrap", kind: "bubblewrap", automatic: true, warning: undefined };
+    // On the operator's PATH only: where it is not, the operator is told so, by that name.
+    const bwrap = findExecutable("bwrap", searchPath);
+    if (bwrap !== undefined) return { option: "bubblewrap", kind: "bubblewrap", automatic: true, warning: undefined, bwrap };
     return {
       option: undefined,
       kind: "none",
@@ -46,8 +65,24 @@ export function resolveSandbox(sandbox: SandboxOption | undefined, searchPath: s
         'sandbox "auto": bwrap (bubblewrap) was not found on PATH, so this tool process runs unsandboxed, with your user\'s network and files; install bubblewrap, or set sandbox: "none" to make that choice explicit',
     };
   }
-  const kind = typeof sandbox === "string" ? sandbox : sandbox.kind;
-  return { option: sandbox, kind: kind as SandboxKind, automatic: false, warning: undefined };
+  const kind: unknown =
+    typeof sandbox === "string" ? sandbox : typeof sandbox === "object" && sandbox !== null ? (sandbox as { kind?: unknown }).kind : undefined;
+  if (kind === "firejail") throw new ToolError("config_invalid", FIREJAIL_REMOVED);
+  if (kind === "bubblewrap") {
+    const extra = typeof sandbox === "object" ? Object.keys(sandbox).filter((k) => k !== "kind" && k !== "bwrapPath") : [];
+    if (extra.includes("args")) {
+      throw new ToolError(
+        "config_invalid",
+        "sandbox.args was removed: wrapper arguments could undo the profile; name what the tool needs with readOnlyPaths, writablePaths, unixSockets and network",
+      );
+    }
+    if (extra.length > 0) throw new ToolError("config_invalid", `sandbox: unknown field ${JSON.stringify(extra[0])} for bubblewrap (use bwrapPath)`);
+    const configured = typeof sandbox === "object" ? (sandbox as { bwrapPath?: string }).bwrapPath : undefined;
+    const bwrap = findBwrap(who, configured, searchPath ?? "");
+    return { option: sandbox as ResolvedSandbox["option"], kind: "bubblewrap", automatic: false, warning: undefined, bwrap };
+  }
+  if (kind === "custom" && typeof sandbox === "object") return { option: sandbox, kind: "custom", automatic: false, warning: undefined };
+  throw new ToolError("config_invalid", `unknown sandbox ${JSON.stringify(kind ?? sandbox)}: use "auto", "none", "bubblewrap" or { kind: "custom", argv }`);
 }
 
 /** Host variables passed through by default: enough to find programs and decode text, nothing secret. */
@@ -89,93 +124,163 @@ export function findExecutable(command: string, searchPath: string | undefined =
   return undefined;
 }
 
-const WRAPPERS = {
-  bubblewrap: {
-    program: "bwrap",
-    // Read-only view of the host, no network, fresh /dev and /proc, a new session (no terminal
-    // injection), and the sandbox dies with its parent. Its own pid namespace: the new session
-    // takes the tool out of the host's process group, so killing the group would not reach what
-    // the tool started; when the namespace's first process dies, the kernel kills everything in it.
-    args: ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--new-session", "--die-with-parent"],
-  },
-  // --protocol: no Unix sockets (a host socket on the filesystem is a way out of any network namespace).
-  firejail: { program: "firejail", args: ["--quiet", "--noprofile", "--net=none", "--protocol=inet,inet6,netlink"] },
-} as const;
+/** What the sandbox of one tool process binds and enforces, besides the program itself. */
+export interface SandboxRequest {
+  /** Who to name in a configuration error. */
+  readonly who: string;
+  readonly command: string;
+  readonly args: readonly string[];
+  /** The operator's `cwd`, when given. */
+  readonly cwd: string | undefined;
+  /** The child's PATH, to find the command on. */
+  readonly searchPath: string | undefined;
+  readonly readOnlyPaths: readonly string[];
+  readonly writablePaths: readonly string[];
+  readonly unixSockets: readonly string[];
+  readonly network: boolean;
+  readonly limits: SandboxLimits;
+  /** The tool's environment (allowlisted). */
+  readonly env: Readonly<Record<string, string>>;
+}
 
-/** The descriptor the child is handed its seccomp program on (bubblewrap reads it before the tool starts). */
-export const SECCOMP_FD = 3;
+/** One start of the process: what to spawn, and for a sandbox, what it enforces and how to end it. */
+export interface SpawnPlan {
+  readonly argv: readonly string[];
+  /** What to write to descriptors 3, 4, … (the seccomp program, the tool's environment), under the sandbox. */
+  readonly descriptors: readonly Buffer[];
+  /** The environment to spawn with, under the sandbox (the tool's own reaches only the tool). */
+  readonly env: Readonly<Record<string, string>> | undefined;
+  /** The sandbox as built; undefined without bubblewrap. */
+  readonly facts: SandboxFacts | undefined;
+  /** After the process exited: the limits it hit (and the run's cgroup removed). Once. */
+  readonly finish: ((exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null }) => SandboxLimitName[]) | undefined;
+}
+
+const under = (p: string, dir: string): boolean => p === dir || p.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+
+/** Directories never bound whole for a tool: `/`, the home directory and those above it, the host's temporary directory. */
+function sharedDirectory(dir: string): string | undefined {
+  const home = homedir();
+  if (dir === "/") return "the root directory";
+  if (home !== "" && under(home, dir)) return dir === home ? "the home directory" : "a directory above the home directory";
+  if (dir === "/tmp" || dir === resolve(tmpdir())) return "the host's temporary directory";
+  return undefined;
+}
+
+const systemPath = (p: string): boolean => DEFAULT_SANDBOX_READ_ONLY_PATHS.some((s) => under(p, s));
 
 /**
- * The seccomp program bubblewrap loads for a tool process: socket(AF_UNIX) fails with EACCES. A
- * read-only bind of the host still lets a process connect to a Unix socket on it (a database's, an
- * agent's, a container daemon's), whatever its network namespace. Also refused: io_uring (which
- * can open sockets without the socket call), x32 system calls and those of another architecture
- * (the 32-bit socketcall). Undefined on an architecture without a program here (then only the
- * network namespace and the masks apply).
+ * The program's own files outside the system paths: for a program in a `bin` directory (an
+ * interpreter install such as /opt/x/bin/node, a virtual environment) the install's prefix, else
+ * the file alone; for a link, the same for where it leads.
  */
-export function unixSocketFilter(arch: string = process.arch): Buffer | undefined {
-  const native = arch === "x64" ? { audit: 0xc000003e, socket: 41 } : arch === "arm64" ? { audit: 0xc00000b7, socket: 198 } : undefined;
-  if (!native) return undefined;
-  const LD_ABS = 0x20;
-  const JEQ = 0x15;
-  const JGE = 0x35;
-  const RET = 0x06;
-  const program: [number, number, number, number][] = [
-    [LD_ABS, 0, 0, 4], // the architecture
-    [JEQ, 1, 0, native.audit],
-    [RET, 0, 0, 0x00050001], // another architecture's call: EPERM
-    [LD_ABS, 0, 0, 0], // the call's number
-    [JGE, 5, 0, 0x40000000], // x32: refused
-    [JEQ, 4, 0, 425], // io_uring_setup: refused
-    [JEQ, 0, 2, native.socket],
-    [LD_ABS, 0, 0, 16], // socket's first argument, the family
-    [JEQ, 1, 0, 1], // AF_UNIX: refused
-    [RET, 0, 0, 0x7fff0000], // allowed
-    [RET, 0, 0, 0x0005000d], // EACCES
-  ];
-  const out = Buffer.alloc(program.length * 8);
-  program.forEach(([code, jt, jf, k], i) => {
-    out.writeUInt16LE(code, i * 8);
-    out.writeUInt8(jt, i * 8 + 2);
-    out.writeUInt8(jf, i * 8 + 3);
-    out.writeUInt32LE(k >>> 0, i * 8 + 4);
-  });
+function programFiles(file: string): string[] {
+  const out: string[] = [];
+  let real = file;
+  try {
+    real = realpathSync(file);
+  } catch {
+    // bubblewrap will say it cannot run it
+  }
+  for (const p of new Set([file, real])) {
+    if (systemPath(p)) continue;
+    const dir = dirname(p);
+    const prefix = dirname(dir);
+    out.push((basename(dir) === "bin" || basename(dir) === "sbin") && sharedDirectory(prefix) === undefined ? prefix : p);
+  }
   return out;
 }
 
-/** The seccomp program to hand the child on `SECCOMP_FD`, when its sandbox loads one. */
-export function sandboxSeccomp(sandbox: ResolvedSandbox["option"]): Buffer | undefined {
-  const kind = sandbox === undefined ? undefined : typeof sandbox === "string" ? sandbox : sandbox.kind;
-  return kind === "bubblewrap" ? unixSocketFilter() : undefined;
+/** Each argument that names an existing file: its directory (the file alone in a shared directory), and where a link leads. */
+function argumentFiles(args: readonly string[], cwd: string): string[] {
+  const out: string[] = [];
+  for (const arg of args) {
+    if (arg === "" || arg.includes("\0")) continue;
+    const file = isAbsolute(arg) ? arg : resolve(cwd, arg);
+    try {
+      if (!statSync(file).isFile()) continue;
+    } catch {
+      continue;
+    }
+    let real = file;
+    try {
+      real = realpathSync(file);
+    } catch {
+      // named as given
+    }
+    for (const p of new Set([resolve(file), real])) {
+      if (systemPath(p)) continue;
+      out.push(sharedDirectory(dirname(p)) === undefined ? dirname(p) : p);
+    }
+  }
+  return out;
 }
 
-/** The argv to spawn: the wrapper's prefix (resolved, or a clear error naming it), then the command. */
-export function wrappedArgv(command: string, args: readonly string[], sandbox: ResolvedSandbox["option"], cwd: string | undefined): string[] {
-  if (sandbox === undefined) return [command, ...args];
-  const spec = typeof sandbox === "string" ? { kind: sandbox } : sandbox;
-  if (spec.kind === "custom") {
-    const [program, ...prefix] = (spec as { argv: readonly string[] }).argv;
+/** `paths` without those inside another of them (or inside a writable path: that bind covers them). */
+function outermost(paths: readonly string[], writable: readonly string[]): string[] {
+  const unique = [...new Set(paths.map((p) => resolve(p)))];
+  return unique.filter((p) => !unique.some((q) => q !== p && under(p, q)) && !writable.some((w) => under(p, resolve(w))));
+}
+
+/**
+ * What to spawn for one start. Under bubblewrap: core's profile, binding read-only the system
+ * paths, the program's own files, the files its arguments name, its working directory and the
+ * operator's `readOnlyPaths`; writable only `writablePaths`; the named Unix sockets; nothing else of
+ * the host. Taken again at each start, so the gate's state protected since the last one is hidden too.
+ */
+export function spawnPlan(request: SandboxRequest, sandbox: ResolvedSandbox): SpawnPlan {
+  const { command, args } = request;
+  if (sandbox.option === undefined) return { argv: [command, ...args], descriptors: [], env: undefined, facts: undefined, finish: undefined };
+  if (sandbox.kind === "custom") {
+    const [program, ...prefix] = (sandbox.option as { argv: readonly string[] }).argv ?? [];
     if (typeof program !== "string" || program === "") throw new ToolError("config_invalid", "sandbox.argv needs at least the wrapper program");
     const found = findExecutable(program);
     if (!found) throw new ToolError("config_invalid", `sandbox wrapper ${JSON.stringify(program)} was not found or is not executable`);
-    return [found, ...prefix, command, ...args];
+    return { argv: [found, ...prefix, command, ...args], descriptors: [], env: undefined, facts: undefined, finish: undefined };
   }
-  const known = WRAPPERS[spec.kind as keyof typeof WRAPPERS];
-  if (!known) {
-    throw new ToolError(
-      "config_invalid",
-      `unknown sandbox ${JSON.stringify(spec.kind)}: use "auto", "none", "bubblewrap", "firejail" or { kind: "custom", argv }`,
-    );
+  const hostCwd = request.cwd === undefined ? process.cwd() : resolve(request.cwd);
+  const writable = request.writablePaths;
+  const readOnly: string[] = [];
+  let cwd = hostCwd;
+  const shared = sharedDirectory(hostCwd);
+  if (shared !== undefined) {
+    // Bound, it would show the tool everything in it (other users' files, the host's sockets, keys).
+    if (request.cwd !== undefined) {
+      throw new ToolError(
+        "config_invalid",
+        `${request.who}: cwd ${hostCwd} is ${shared}; the sandbox binds a tool's working directory, and this one holds far more than the tool's files: set cwd to the tool's own directory`,
+      );
+    }
+    // Not chosen by the operator: the tool starts in its private /tmp instead.
+    cwd = "/tmp";
+  } else {
+    readOnly.push(hostCwd);
   }
-  const found = findExecutable(known.program);
-  if (!found) throw new ToolError("config_invalid", `sandbox ${spec.kind} needs ${known.program}, which was not found on PATH`);
-  const extra = (spec as { args?: readonly string[] }).args ?? [];
-  const chdir = spec.kind === "bubblewrap" && cwd !== undefined ? ["--chdir", cwd] : [];
-  // The host is bound read-only, so the gate's own state (protected paths: journal, keys, vault,
-  // grants) is masked in it, as it stands at each start.
-  const masks = spec.kind === "bubblewrap" ? bubblewrapMasks(["/"]) : spec.kind === "firejail" ? protectedPaths().map((p) => `--blacklist=${p}`) : [];
-  const seccomp = sandboxSeccomp(sandbox) ? ["--add-seccomp-fd", String(SECCOMP_FD)] : [];
-  return [found, ...known.args, ...seccomp, ...masks, ...chdir, ...extra, command, ...args];
+  const found = findExecutable(command.includes("/") ? resolve(hostCwd, command) : command, request.searchPath);
+  // Found on the host's terms (its PATH), run by absolute path: the sandbox's PATH may hold none of it.
+  const program = found === undefined ? command : resolve(hostCwd, found);
+  if (found !== undefined) readOnly.push(...programFiles(program));
+  readOnly.push(...argumentFiles(args, hostCwd));
+  for (const p of request.readOnlyPaths) {
+    if (typeof p !== "string" || !isAbsolute(p)) throw new ToolError("config_invalid", `${request.who}: readOnlyPaths must be absolute paths`);
+    if (!existsSync(p)) throw new ToolError("config_invalid", `${request.who}: readOnlyPaths: ${p} does not exist`);
+    readOnly.push(p);
+  }
+  const launch = sandboxLaunch(
+    {
+      bwrap: sandbox.bwrap ?? findBwrap(request.who),
+      readOnly: [...DEFAULT_SANDBOX_READ_ONLY_PATHS, ...outermost(readOnly, writable)],
+      writable,
+      cwd,
+      network: request.network,
+      unixSockets: request.unixSockets,
+      limits: request.limits,
+      env: request.env,
+    },
+    [program, ...args],
+    request.who,
+  );
+  return { argv: launch.argv, descriptors: launch.descriptors, env: launch.env, facts: launch.facts, finish: (exit) => launch.finish(exit) };
 }
 
 /** After a child exits, how long its pipes may stay open (held by a process it left behind) before they are closed. */
@@ -190,9 +295,12 @@ const PIPES_AFTER_EXIT_MS = 250;
 export function closePipesAfterExit(child: ChildProcessWithoutNullStreams): void {
   child.once("exit", () => {
     setTimeout(() => {
-      setImmediate(() => {
-        for (const stream of [child.stdin, child.stdout, child.stderr]) stream.destroy();
-      });
+      setImmediate(() => closePipes(child));
     }, PIPES_AFTER_EXIT_MS).unref();
   });
+}
+
+/** Close a child's pipes now (a process it left behind may hold their other ends for as long as it lives). */
+export function closePipes(child: ChildProcessWithoutNullStreams): void {
+  for (const stream of [child.stdin, child.stdout, child.stderr]) stream.destroy();
 }

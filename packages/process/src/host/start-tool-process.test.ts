@@ -1,13 +1,22 @@
 import { ToolError } from "@toolgate/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { FAULT_TOOL, gateOver, marker, NODE, processesWith, startFixture, waitGone, waitNoneWith } from "../fixtures/helpers.js";
+import { eventually, FAULT_TOOL, gateOver, marker, NODE, processesWith, startFixture, waitGone, waitNoneWith } from "../fixtures/helpers.js";
 import type { ToolProcessHandle } from "./options.js";
 import { startToolProcess } from "./start-tool-process.js";
 
 const handles: ToolProcessHandle[] = [];
+/** Processes a test found that nothing else will end (an unsandboxed tool's daemon): ended here, whatever the test did. */
+const strays: number[] = [];
 afterEach(async () => {
   await Promise.all(handles.splice(0).map((h) => h.stop()));
+  for (const pid of strays.splice(0)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
 });
 
 async function refusal(run: () => Promise<unknown>): Promise<ToolError> {
@@ -200,6 +209,41 @@ describe("stop", () => {
     expect(grandchildren()).toHaveLength(1);
     await handle.stop();
     expect(await waitNoneWith(tag)).toEqual([]);
+  });
+
+  // A daemon of its own session, double-forked, holding the tool's stdout and stderr: the tool
+  // ignores ToolShutdown, so stop() must kill it, and must not wait for pipes the daemon holds.
+  it.each(["bubblewrap", "none"] as const)("returns within its grace period though a setsid daemon holds the tool's stdout (sandbox %s)", async (sandbox) => {
+    const graceMs = 1000;
+    const { handle, tag } = await startFixture("daemon", { sandbox, shutdownGraceMs: graceMs });
+    // The daemon itself, not the short-lived process that started it (whose script names it too).
+    const daemons = () =>
+      processesWith(tag).filter((pid) => {
+        try {
+          const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+          return cmdline.includes("setInterval") && !cmdline.includes("child_process");
+        } catch {
+          return false; // gone meanwhile
+        }
+      });
+    expect(
+      await eventually(
+        () => daemons().length,
+        (n) => n === 1,
+      ),
+    ).toBe(1);
+    if (sandbox === "none") strays.push(...daemons());
+    const started = Date.now();
+    await handle.stop();
+    // The grace period, and a moment for the kill to land on a loaded machine.
+    expect(Date.now() - started).toBeLessThan(graceMs + 1000);
+    if (sandbox === "bubblewrap") {
+      // Its own pid namespace and cgroup: nothing it started is left on the host.
+      expect(await waitNoneWith(tag)).toEqual([]);
+    } else {
+      // Unsandboxed, nothing on the host bounds its tree: the daemon outlives it (afterEach ends it).
+      expect(daemons()).toHaveLength(1);
+    }
   });
 
   it("calls after stop fail with tool_process_dead before anything is sent", async () => {

@@ -1,9 +1,10 @@
 import { hashCanonical, ToolError, type ToolContext, type ToolFamily } from "@toolgate/core";
+import { sandboxLimits, type SandboxFacts } from "@toolgate/core/boundary";
 import type { ToolEventBody, ToolRegister } from "../protocol/messages.js";
 import { buildFamily, warmRegistration } from "./manifests.js";
 import type { ProcessLogEvent, StartToolProcessOptions, ToolProcessHandle, ToolProcessState, ToolProcessStatus } from "./options.js";
 import { ProcessSession, type CallOutcome, type SessionSpec } from "./session.js";
-import { childEnv, DEFAULT_PASS_ENV, resolveSandbox, sandboxSeccomp, wrappedArgv } from "./spawn.js";
+import { childEnv, DEFAULT_PASS_ENV, resolveSandbox, spawnPlan, type SandboxRequest, type SpawnPlan } from "./spawn.js";
 import { notificationSink } from "./notification-audit.js";
 import { childSecrets, stderrSummary } from "./stderr-tail.js";
 import { plainLine } from "./untrusted-text.js";
@@ -41,7 +42,17 @@ function progressOf(event: ToolEventBody): { message: string; data: Record<strin
 function handshakeFailure(error: unknown, session: ProcessSession, redact: (text: string) => string): unknown {
   if (!ToolError.is(error) || !error.message.endsWith("during the handshake")) return error;
   const tail = stderrSummary(session.stderrTail(), redact, session.stderrTruncated);
-  return new ToolError(error.code, `${error.message}${tail === "" ? "; its stderr was empty" : `; its stderr ends: ${tail}`}`, { cause: error });
+  return new ToolError(error.code, `${error.message}${tail === "" ? "; its stderr was empty" : `; its stderr ends: ${tail}`}`, {
+    cause: error,
+    ...(error.details ? { details: error.details } : {}),
+  });
+}
+
+/** A list option: absent, or an array of strings. */
+function paths(value: readonly string[] | undefined, field: string): readonly string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.some((p) => typeof p !== "string")) throw new ToolError("config_invalid", `${field} must be an array of paths`);
+  return value;
 }
 
 /**
@@ -83,26 +94,47 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     if (options.onLog) options.onLog(full);
     else if (event.level === "warn" || event.level === "error") console.warn(`[toolgate process ${name}] ${event.message}`);
   };
-  const sandbox = resolveSandbox(options.sandbox);
+  const who = `tool process ${name}`;
+  const sandbox = resolveSandbox(options.sandbox, process.env["PATH"], who);
+  if (options.network !== undefined && typeof options.network !== "boolean") throw new ToolError("config_invalid", "network must be true or false");
+  const limits = sandboxLimits(options.limits, `${who}: limits`);
+  const env = childEnv(options.passEnv ?? DEFAULT_PASS_ENV, options.env ?? {});
+  const request: SandboxRequest = {
+    who,
+    command: options.command,
+    args: options.args ?? [],
+    cwd: options.cwd,
+    searchPath: env["PATH"],
+    readOnlyPaths: paths(options.readOnlyPaths, "readOnlyPaths"),
+    writablePaths: paths(options.writablePaths, "writablePaths"),
+    unixSockets: paths(options.unixSockets, "unixSockets"),
+    network: options.network ?? false,
+    limits,
+    env,
+  };
   const redactStderr = childSecrets(options.env, options.redactor);
+  // A bad path, socket or working directory is refused here, before anything is spawned.
+  let plan: SpawnPlan | undefined = spawnPlan(request, sandbox);
   const spec: SessionSpec = {
-    argv: wrappedArgv(options.command, options.args ?? [], sandbox.option, options.cwd),
-    env: childEnv(options.passEnv ?? DEFAULT_PASS_ENV, options.env ?? {}),
+    argv: plan.argv,
+    env,
     cwd: options.cwd,
     handshakeTimeoutMs,
     maxStderrBytes: Math.floor(positive(options.maxStderrBytes, 64 * 1024, "maxStderrBytes")),
     log: (level, message) => log({ level, message }),
     notify: notificationSink(name, options.onNotification, options.audit, (message) => log({ level: "warn", message })),
+    limits,
   };
+  /** The sandbox the first process ran in: what the inventory says. */
+  let facts: SandboxFacts | undefined;
 
   /** Spawn and handshake; on any failure the child is killed and reaped before this rejects. */
   const launch = async (): Promise<{ session: ProcessSession; registration: ToolRegister }> => {
-    // The wrapper's masks are taken again at each start: state protected since the last one (a journal opened later) is hidden too.
-    const session = new ProcessSession({
-      ...spec,
-      argv: wrappedArgv(options.command, options.args ?? [], sandbox.option, options.cwd),
-      seccomp: sandboxSeccomp(sandbox.option),
-    });
+    // The sandbox is built again at each start: state protected since the last one (a journal opened later) is hidden too.
+    const current = plan ?? spawnPlan(request, sandbox);
+    plan = undefined;
+    facts ??= current.facts;
+    const session = new ProcessSession({ ...spec, argv: current.argv, descriptors: current.descriptors, spawnEnv: current.env, finish: current.finish });
     try {
       return { session, registration: await session.start() };
     } catch (error) {
@@ -112,6 +144,20 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
     }
   };
 
+  if (sandbox.kind !== "bubblewrap") {
+    // Only bubblewrap binds paths and sets the kernel's limits: said, so nobody believes they apply.
+    const moot = [
+      ...(["readOnlyPaths", "writablePaths", "unixSockets", "network"] as const).filter((k) => options[k] !== undefined),
+      ...Object.keys(options.limits ?? {})
+        .filter((k) => k !== "outputBytes")
+        .map((k) => `limits.${k}`),
+    ];
+    if (moot.length > 0)
+      log({
+        level: "warn",
+        message: `${moot.join(", ")} apply only under sandbox "bubblewrap"; this process runs ${sandbox.kind === "custom" ? "in a custom wrapper" : "unsandboxed"}`,
+      });
+  }
   const unsandboxed = sandbox.warning;
   if (unsandboxed !== undefined) {
     // Said once, at start-up, where an operator looks: the log hook, or a process warning with a code.
@@ -126,7 +172,7 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
   const fingerprint = hashCanonical(first.registration);
   let family: ToolFamily;
   try {
-    family = buildFamily(options, sandbox, first.registration, (...args) => invoke(...args));
+    family = buildFamily(options, sandbox, facts, first.registration, (...args) => invoke(...args));
   } catch (error) {
     await session.stop(shutdownGraceMs);
     throw error;
@@ -226,7 +272,9 @@ export async function startToolProcess(options: StartToolProcessOptions): Promis
       try {
         return await current.call(callId, toolName, input, ctx.effect.invocationId, escalationApproved, (event) => ctx.progress(progressOf(event)));
       } catch (error) {
-        if (error instanceof ToolError) throw new ToolError(error.code, `${name}.${toolName}: ${error.message}`, { cause: error });
+        if (error instanceof ToolError) {
+          throw new ToolError(error.code, `${name}.${toolName}: ${error.message}`, { cause: error, ...(error.details ? { details: error.details } : {}) });
+        }
         throw error;
       }
     } finally {

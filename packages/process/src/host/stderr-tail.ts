@@ -1,6 +1,37 @@
 import { createRedactor, type Redactor } from "@toolgate/core";
 import { plainText } from "./untrusted-text.js";
 
+/** The end of a child's stderr, at most `maxBytes`: always drained, older output dropped. */
+export class StderrTail {
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  /** True when older output was dropped, so the tail starts mid-output. */
+  truncated = false;
+
+  constructor(private readonly maxBytes: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+    while (this.bytes > this.maxBytes && this.chunks.length > 0) {
+      this.truncated = true;
+      const head = this.chunks[0]!;
+      const excess = this.bytes - this.maxBytes;
+      if (head.length <= excess) {
+        this.chunks.shift();
+        this.bytes -= head.length;
+      } else {
+        this.chunks[0] = Buffer.from(head.subarray(excess));
+        this.bytes -= excess;
+      }
+    }
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString("utf8");
+  }
+}
+
 /** The redactor refuses shorter secrets (redacting "a" everywhere would destroy every output). */
 const MIN_SECRET_LENGTH = 6;
 

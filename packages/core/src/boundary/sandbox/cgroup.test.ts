@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import type { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { cgroupsAvailable, runCgroup } from "./cgroup.js";
 import { sandboxLimits } from "./limits.js";
-import { bwrapOnPath, DEFAULT_SANDBOX_READ_ONLY_PATHS, sandboxCgroups, sandboxLaunch, SANDBOX_SECCOMP_FD } from "./profile.js";
+import { bwrapOnPath, DEFAULT_SANDBOX_READ_ONLY_PATHS, sandboxCgroups, sandboxLaunch, feedSandbox, sandboxStdio } from "./profile.js";
 
 const MIB = 1024 * 1024;
 const root = process.getuid?.() === 0;
@@ -109,8 +108,8 @@ describe.skipIf(!runCgroupTests)("a run's cgroup (root host)", { timeout: 60_000
       );
       expect(launch.facts.processesBoundBy).toBe("cgroup");
       const [program, ...rest] = launch.argv as [string, ...string[]];
-      const child = spawn(program, rest, { stdio: ["ignore", "ignore", "ignore", "pipe"], env: { PATH: "/usr/bin:/bin" } });
-      (child.stdio[SANDBOX_SECCOMP_FD] as Writable).end(launch.seccomp);
+      const child = spawn(program, rest, { stdio: sandboxStdio(launch, ["ignore", "ignore", "ignore"]), env: { ...launch.env } });
+      feedSandbox(child, launch);
       const exit = await exited(child);
       expect(launch.finish(exit)).toContain("memoryBytes");
     },

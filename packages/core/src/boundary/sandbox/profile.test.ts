@@ -1,16 +1,25 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, open, realpath, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import path from "node:path";
-import type { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolError } from "../../errors.js";
 import { protectPath } from "../protected-paths.js";
 import { sandboxIsolation } from "./isolation.js";
 import { sandboxLimits, type SandboxLimitName, type SandboxLimits } from "./limits.js";
-import { bwrapOnPath, DEFAULT_SANDBOX_READ_ONLY_PATHS, sandboxCgroups, sandboxLaunch, SANDBOX_SECCOMP_FD, type SandboxSpec } from "./profile.js";
+import {
+  bwrapOnPath,
+  DEFAULT_SANDBOX_READ_ONLY_PATHS,
+  sandboxCgroups,
+  sandboxLaunch,
+  SANDBOX_ARGS_FD,
+  SANDBOX_SECCOMP_FD,
+  type SandboxSpec,
+  feedSandbox,
+  sandboxStdio,
+} from "./profile.js";
 
 const bwrap = bwrapOnPath();
 // In CI these tests must run (and fail if bwrap is missing); elsewhere they are skipped without it.
@@ -66,11 +75,8 @@ interface Ran {
 async function run(s: SandboxSpec, argv: readonly string[]): Promise<Ran> {
   const launch = sandboxLaunch(s, argv, "test");
   const [program, ...rest] = launch.argv as [string, ...string[]];
-  const child = spawn(program, rest, {
-    stdio: ["ignore", "pipe", "pipe", launch.seccomp === undefined ? "ignore" : "pipe"],
-    env: { PATH: "/usr/bin:/bin" },
-  });
-  if (launch.seccomp !== undefined) (child.stdio[SANDBOX_SECCOMP_FD] as Writable).end(launch.seccomp);
+  const child = spawn(program, rest, { stdio: sandboxStdio(launch, ["ignore", "pipe", "pipe"]), env: { ...launch.env } });
+  feedSandbox(child, launch);
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -150,7 +156,8 @@ describe.skipIf(!runSandboxTests)("the sandbox profile", { timeout: 60_000 }, ()
     expect(prlimit).toBeGreaterThanOrEqual(0);
     expect(prlimit).toBeLessThan(b);
     expect(argv.slice(prlimit, b)).toEqual(expect.arrayContaining(["--core=0", `--nproc=${spec().limits.processes}`]));
-    expect(argv[b + 1]).toBe("--unshare-all");
+    // The program's environment comes from a descriptor, never from the command line.
+    expect(argv.slice(b + 1, b + 4)).toEqual(["--args", String(SANDBOX_ARGS_FD), "--unshare-all"]);
     expect(at("--share-net")).toBe(-1);
     const capDrop = at("--cap-drop");
     expect(argv[capDrop + 1]).toBe("ALL");
@@ -259,6 +266,71 @@ describe.skipIf(!runSandboxTests)("the sandbox profile", { timeout: 60_000 }, ()
     expect(r.stdout).toBe("|\n|\n|\nreadme");
   });
 
+  it("follows a link to protected state before its checks and masks: a link to the state is refused, a link to its parent masks it", async () => {
+    const toState = path.join(base, "link-to-state");
+    const toWork = path.join(base, "link-to-work");
+    await symlink(path.join(work, "state"), toState).catch(() => undefined);
+    await symlink(work, toWork).catch(() => undefined);
+    expect(() => sandboxLaunch(spec({ readOnly: [...DEFAULT_SANDBOX_READ_ONLY_PATHS, toState], writable: [] }), ["/bin/true"], "who")).toThrow(
+      /protected state/,
+    );
+    const r = await run(spec({ readOnly: [...DEFAULT_SANDBOX_READ_ONLY_PATHS, toWork], writable: [], cwd: toWork }), [
+      "/bin/sh",
+      "-c",
+      `ls -A ${toWork}/state; echo "|"; cat ${toWork}/vault.key; echo "|"; cat README`,
+    ]);
+    expect(r.stdout).toBe("|\n|\nreadme");
+  });
+
+  it("refuses to bind the filesystem root", () => {
+    for (const over of [{ readOnly: ["/"] }, { writable: ["/"] }]) {
+      expect(() => sandboxLaunch(spec(over), ["/bin/true"], "who")).toThrow(/filesystem root/);
+    }
+  });
+
+  it("keeps a mask read-only and small: nothing is stored in the place of the hidden state", async () => {
+    const r = await run(spec({ writable: [], readOnly: [...DEFAULT_SANDBOX_READ_ONLY_PATHS, work] }), [
+      "/bin/sh",
+      "-c",
+      "touch state/x 2>/dev/null && echo wrote || echo refused",
+    ]);
+    expect(r.stdout.trim()).toBe("refused");
+  });
+
+  it("hands the program its environment and nothing of it to what starts the sandbox", async () => {
+    const marker = path.join(base, "host-ran-bash-env");
+    const bashEnv = path.join(base, "bash-env.sh");
+    await writeFile(bashEnv, `touch ${marker}\n`);
+    const env = { PATH: "/usr/bin:/bin", BASH_ENV: bashEnv, LD_PRELOAD: "/nonexistent/preload.so", SECRET_TOKEN: "tok-123" };
+    const launch = sandboxLaunch(spec({ env }), ["/bin/sh", "-c", "echo $SECRET_TOKEN; echo $LD_PRELOAD"], "test");
+    expect(launch.env).toEqual({ PATH: "/usr/bin:/bin" });
+    expect(launch.argv.join(" ")).not.toContain("tok-123");
+    const child = spawn(launch.argv[0]!, launch.argv.slice(1), { stdio: sandboxStdio(launch, ["ignore", "pipe", "pipe"]), env: { ...launch.env } });
+    feedSandbox(child, launch);
+    let stdout = "";
+    child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("close", (c, sig) => resolve([c, sig])));
+    launch.finish({ code, signal });
+    expect(stdout).toBe("tok-123\n/nonexistent/preload.so\n");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("hides the memory of the namespace's init, and refuses datagram socket pairs", async () => {
+    const source = [
+      "import socket",
+      "for p in ['/proc/1/mem', '/proc/1/task/1/mem']:",
+      "    try:",
+      "        open(p, 'r+b'); print(p, 'open')",
+      "    except OSError as e: print(p, 'refused')",
+      "try:",
+      "    socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); print('dgram pair')",
+      "except OSError as e: print('dgram refused', e.errno)",
+      "socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM); print('stream pair')",
+    ].join("\n");
+    const r = await run(spec(), [python, "-c", source]);
+    expect(r.stdout).toBe("/proc/1/mem refused\n/proc/1/task/1/mem refused\ndgram refused 1\nstream pair\n");
+  });
+
   it("keeps the root read-only and writes only to the writable bind and /tmp", async () => {
     const script = [
       `mkdir /made 2>/dev/null && echo root-writable`,
@@ -317,10 +389,10 @@ describe.skipIf(!runSandboxTests)("the sandbox profile", { timeout: 60_000 }, ()
     await writeFile(secret, "held open by the host");
     const held = await open(secret, "r");
     try {
-      const launch = sandboxLaunch(spec(), ["/bin/sh", "-c", "cat <&4 2>/dev/null || echo closed; ls /proc/self/fd | tr '\\n' ' '"], "test");
+      const launch = sandboxLaunch(spec(), ["/bin/sh", "-c", "cat <&5 2>/dev/null || echo closed; ls /proc/self/fd | tr '\\n' ' '"], "test");
       const [program, ...rest] = launch.argv as [string, ...string[]];
-      const child = spawn(program, rest, { stdio: ["ignore", "pipe", "pipe", "pipe", held.fd], env: { PATH: "/usr/bin:/bin" } });
-      (child.stdio[SANDBOX_SECCOMP_FD] as Writable).end(launch.seccomp);
+      const child = spawn(program, rest, { stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", held.fd], env: { ...launch.env } });
+      feedSandbox(child, launch);
       let stdout = "";
       child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
       const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("close", (c, sig) => resolve([c, sig])));
@@ -417,8 +489,8 @@ describe.skipIf(!runSandboxTests || process.getuid?.() !== 0)("the run's cgroup 
     const launch = sandboxLaunch(spec(), ["/bin/sh", "-c", `setsid /bin/sleep 30 & echo $! > daemon.pid; echo started`], "test");
     expect(cgroupDirs().length).toBeGreaterThan(0);
     const [program, ...rest] = launch.argv as [string, ...string[]];
-    const child = spawn(program, rest, { stdio: ["ignore", "pipe", "ignore", "pipe"], env: { PATH: "/usr/bin:/bin" } });
-    (child.stdio[SANDBOX_SECCOMP_FD] as Writable).end(launch.seccomp);
+    const child = spawn(program, rest, { stdio: sandboxStdio(launch, ["ignore", "pipe", "ignore"]), env: { ...launch.env } });
+    feedSandbox(child, launch);
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("close", (c, s) => resolve([c, s])));
     expect(existsSync(pidFile)).toBe(true);
     expect(launch.finish({ code, signal })).toEqual([]);

@@ -8,10 +8,11 @@
  * limits, set as rlimits before bubblewrap starts and, where the host may make one, a cgroup.
  */
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync, lstatSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { ToolError } from "../../errors.js";
-import { isDirectory, isProtectedPath, protectedPaths } from "../protected-paths.js";
+import { isDirectory, isProtectedPath } from "../protected-paths.js";
+import { bubblewrapMasks, EMPTY_DIR, PROC_HIDDEN, PROC_READ_ONLY } from "./mounts.js";
 import { cgroupsAvailable, runCgroup, type RunCgroup } from "./cgroup.js";
 import { prlimitArgs, type SandboxLimitName, type SandboxLimits } from "./limits.js";
 import { seccompProgram } from "./seccomp.js";
@@ -39,26 +40,10 @@ export const DEFAULT_SANDBOX_READ_ONLY_PATHS: readonly string[] = [
   "/etc/hosts",
 ];
 
-/** Variables the starting shell exports on its own. */
-const SHELL_VARIABLES = ["SHLVL", "PWD", "OLDPWD", "_"];
-
-/** /proc entries bound read-only over the sandbox's own /proc. */
-const PROC_READ_ONLY = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
-/** /proc entries hidden (kernel memory, key rings, timers and hardware the program has no use for). */
-const PROC_HIDDEN = [
-  "/proc/kcore",
-  "/proc/keys",
-  "/proc/key-users",
-  "/proc/latency_stats",
-  "/proc/timer_list",
-  "/proc/sched_debug",
-  "/proc/acpi",
-  "/proc/scsi",
-  "/proc/asound",
-];
-
-/** The descriptor the sandbox reads its seccomp program from: spawn with a pipe there and write `seccomp` to it. */
+/** The descriptor the sandbox reads its seccomp program from (see `launch.descriptors`). */
 export const SANDBOX_SECCOMP_FD = 3;
+/** The descriptor bubblewrap reads the program's environment from (`--args`): never on a command line, never in the starting processes' environment. */
+export const SANDBOX_ARGS_FD = 4;
 
 /** What a program needs from the host, beyond the profile's fixed parts. */
 export interface SandboxSpec {
@@ -77,6 +62,8 @@ export interface SandboxSpec {
   readonly limits: SandboxLimits;
   /** More host paths to hide (besides the protected ones) where they fall under a bind. */
   readonly hidden?: readonly string[];
+  /** The program's environment. It reaches only the program: what starts the sandbox runs with `launch.env`. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** What a sandbox enforces, as built: what the inventory and the docs say about it. */
@@ -99,8 +86,19 @@ export interface SandboxFacts {
 export interface SandboxLaunch {
   /** The whole argv: the cgroup step (root host), prlimit, bwrap and its arguments, then the program's. */
   readonly argv: readonly string[];
-  /** The seccomp program to write to descriptor `SANDBOX_SECCOMP_FD` (spawn with a pipe there); undefined on an architecture without one. */
+  /** The seccomp program; undefined on an architecture without one. */
   readonly seccomp: Buffer | undefined;
+  /**
+   * The environment to spawn `argv` with: a fixed `PATH` only. The program's own environment goes
+   * to bubblewrap on a descriptor, so nothing in it (`LD_PRELOAD`, `BASH_ENV`, functions) acts on
+   * the shell, prlimit or bubblewrap that start the sandbox outside it.
+   */
+  readonly env: Readonly<Record<string, string>>;
+  /**
+   * What to write to descriptors 3, 4, … of the spawned process (spawn with a pipe at each; see
+   * `sandboxStdio` and `feedSandbox`): the seccomp program, then the program's environment.
+   */
+  readonly descriptors: readonly Buffer[];
   readonly facts: SandboxFacts;
   /**
    * After the program's first process exited: which limits it hit, read from the exit status (the
@@ -172,32 +170,50 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
     if (typeof p !== "string" || !path.isAbsolute(p) || p.includes("\0")) throw new ToolError("config_invalid", `${who}: ${what} must be absolute paths`);
     return path.resolve(p);
   };
-  const readOnly = [...new Set(spec.readOnly.map((p) => absolute(p, "read-only paths")))].filter((p) => existsSync(p));
-  const writable = [...new Set((spec.writable ?? []).map((p) => absolute(p, "writable paths")))];
-  const sockets = [...new Set((spec.unixSockets ?? []).map((p) => absolute(p, "unix sockets")))];
-  for (const p of [...writable, ...sockets]) {
+  // Every path by where it really is: bubblewrap follows links, so a check or a mask on the spelled
+  // path would miss the state a link leads to. A spelled path that differs is a link inside.
+  const spelled = new Map<string, string>();
+  const real = (p: string): string => {
+    let resolved = p;
+    try {
+      resolved = realpathSync(p);
+    } catch {
+      return p;
+    }
+    if (resolved !== p) spelled.set(p, resolved);
+    return resolved;
+  };
+  const readOnlyGiven = [...new Set(spec.readOnly.map((p) => absolute(p, "read-only paths")).filter((p) => existsSync(p)))];
+  const readOnlyReal = [...new Set(readOnlyGiven.map(real))];
+  // A read-only path inside another read-only one is bound with it.
+  const readOnly = readOnlyReal.filter((p) => !readOnlyReal.some((b) => b !== p && under(p, b)));
+  const writableGiven = [...new Set((spec.writable ?? []).map((p) => absolute(p, "writable paths")))];
+  const socketsGiven = (spec.unixSockets ?? []).map((p) => absolute(p, "unix sockets"));
+  for (const p of [...writableGiven, ...socketsGiven]) {
     if (!existsSync(p)) throw new ToolError("config_invalid", `${who}: ${p} does not exist`);
   }
-  for (const p of [...readOnly, ...writable, ...sockets]) {
+  const writable = [...new Set(writableGiven.map(real))];
+  const sockets = [...new Set(socketsGiven.map(real))];
+  for (const p of [...readOnly, ...writable]) {
+    if (p === path.parse(p).root) throw new ToolError("config_invalid", `${who}: a sandbox may not bind the filesystem root`);
+  }
+  for (const p of [...readOnlyReal, ...writable, ...sockets]) {
     if (isProtectedPath(p)) throw new ToolError("config_invalid", `${who}: ${p} is in the gate's protected state; a sandbox may not bind it`);
   }
   for (const p of sockets) {
     if (!statSync(p).isSocket()) throw new ToolError("config_invalid", `${who}: ${p} is not a Unix socket`);
   }
-  const cwd = absolute(spec.cwd, "the working directory");
-  const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
+  const cwd = real(absolute(spec.cwd, "the working directory"));
   if (![...readOnly, ...writable].some((b) => under(cwd, b)) && cwd !== "/tmp") {
     throw new ToolError("config_invalid", `${who}: the working directory ${cwd} is not inside anything the sandbox binds`);
   }
 
   const userns = sandboxUserNamespace(spec.bwrap);
   const network = spec.network === true;
-  const args = [spec.bwrap, "--unshare-all"];
+  const args = [spec.bwrap, "--args", String(SANDBOX_ARGS_FD), "--unshare-all"];
   if (network) args.push("--share-net");
   if (userns) args.push("--unshare-user", "--disable-userns");
   args.push("--cap-drop", "ALL", "--new-session", "--die-with-parent");
-  // What the starting shell adds to the environment is not the program's (a sandbox gets only what its caller gives).
-  for (const name of SHELL_VARIABLES) args.push("--unsetenv", name);
   // The private mounts first, so a bind under /tmp shows through them.
   // /dev is a tmpfs of its own, remounted read-only below; its /dev/shm and /tmp are sized.
   const tmpBytes = String(spec.limits.tmpBytes);
@@ -205,16 +221,36 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   // The sandbox's user is the host's: procfs files that check only the user (sysctls such as
   // kernel/core_pattern, the sysrq trigger) would take its writes. Read-only, or hidden.
   for (const p of PROC_READ_ONLY) if (existsSync(p)) args.push("--ro-bind", p, p);
-  for (const p of PROC_HIDDEN) if (existsSync(p)) args.push(...(isDirectory(p) ? ["--tmpfs", p, "--remount-ro", p] : ["--ro-bind", "/dev/null", p]));
-  for (const p of readOnly) args.push("--ro-bind", p, p);
-  if (network && existsSync("/etc/resolv.conf")) args.push("--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf");
-  for (const p of writable) args.push("--bind", p, p);
-  for (const p of sockets) args.push("--bind", p, p);
+  // Bubblewrap's own init is the namespace's first process, of the program's user: its memory is
+  // hidden, or the program could rewrite it through /proc to outlive its run.
+  args.push("--ro-bind", "/dev/null", "/proc/1/mem", "--ro-bind", "/dev/null", "/proc/1/task/1/mem");
+  for (const p of PROC_HIDDEN) if (existsSync(p)) args.push(...(isDirectory(p) ? EMPTY_DIR(p) : ["--ro-bind", "/dev/null", p]));
+  // Parents before children, whatever their kind: a read-only path inside a writable one stays read-only.
+  const binds: [string, string][] = [
+    ...readOnly.filter((p) => !writable.includes(p)).map((p): [string, string] => ["--ro-bind", p]),
+    ...(network && existsSync("/etc/resolv.conf") ? [["--ro-bind", "/etc/resolv.conf"] as [string, string]] : []),
+    ...writable.map((p): [string, string] => ["--bind", p]),
+    ...sockets.map((p): [string, string] => ["--bind", p]),
+  ];
+  binds.sort((a, b) => depth(a[1]) - depth(b[1]));
+  for (const [how, p] of binds) args.push(how, p, p);
+  // A path given through a link: the link, where it is not already inside a bind.
+  for (const [given, target] of spelled) {
+    if (!binds.some(([, b]) => under(given, b))) args.push("--symlink", target, given);
+  }
   args.push(...bubblewrapMasks([...readOnly, ...writable], spec.hidden ?? []));
   // The empty root bubblewrap builds and /dev are tmpfs: read-only, so nothing is kept in memory beyond the sized ones.
   args.push("--remount-ro", "/dev", "--remount-ro", "/");
   const seccomp = seccompProgram({ unixSockets: sockets.length > 0 });
   if (seccomp !== undefined) args.push("--add-seccomp-fd", String(SANDBOX_SECCOMP_FD));
+  // The program's environment, read by bubblewrap from its descriptor (NUL-separated arguments).
+  const envArgs = ["--clearenv"];
+  for (const [name, value] of Object.entries(spec.env ?? {})) {
+    if (name === "" || name.includes("=") || name.includes("\0") || typeof value !== "string" || value.includes("\0")) {
+      throw new ToolError("config_invalid", `${who}: environment variable ${JSON.stringify(name)} must be a string without "=" in its name or NUL bytes`);
+    }
+    envArgs.push("--setenv", name, value);
+  }
   args.push("--chdir", cwd, "--", ...argv);
 
   const root = process.getuid?.() === 0;
@@ -246,9 +282,10 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
     kind: "bubblewrap",
     userNamespace: userns,
     network: network ? "host" : "none",
-    unixSockets: sockets,
-    readOnly,
-    writable,
+    // As the caller named them (the binds are their real paths).
+    unixSockets: [...new Set(socketsGiven)],
+    readOnly: readOnlyGiven,
+    writable: writableGiven,
     seccomp: seccomp !== undefined,
     limits: spec.limits,
     processesBoundBy: cgroup !== undefined ? "cgroup" : root ? "none" : "rlimit",
@@ -257,6 +294,8 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   return {
     argv: full,
     seccomp,
+    env: { PATH: "/usr/bin:/bin" },
+    descriptors: [seccomp ?? Buffer.alloc(0), Buffer.from(envArgs.map((a) => `${a}\0`).join(""))],
     facts,
     finish(exit) {
       if (finished) return [];
@@ -269,6 +308,23 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   };
 }
 
+const depth = (p: string) => p.split(path.sep).filter(Boolean).length;
+const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
+
+/** The stdio to spawn a launch with: the three given, then a pipe for each of its descriptors. */
+export function sandboxStdio<T>(launch: SandboxLaunch, first: readonly [T, T, T]): (T | "pipe")[] {
+  return [...first, ...launch.descriptors.map(() => "pipe" as const)];
+}
+
+/** Write a launch's descriptors to the spawned child (3, 4, …), each closed once written. */
+export function feedSandbox(child: { readonly stdio: readonly unknown[] }, launch: SandboxLaunch): void {
+  launch.descriptors.forEach((content, i) => {
+    const pipe = child.stdio[SANDBOX_SECCOMP_FD + i] as { on(e: "error", f: () => void): void; end(b: Buffer): void } | null | undefined;
+    pipe?.on("error", () => undefined);
+    pipe?.end(content);
+  });
+}
+
 /** Whether a root host's sandboxes get a cgroup (and so a bounded process count). */
 export function sandboxCgroups(): boolean {
   return process.getuid?.() === 0 && cgroupsAvailable();
@@ -278,7 +334,7 @@ export function sandboxCgroups(): boolean {
  * Closes every descriptor the host inherited (whatever its parent left open without close-on-exec
  * would otherwise reach the program) but the standard three and the seccomp program's.
  */
-const CLOSE = `for f in /proc/self/fd/*; do n=\${f##*/}; case $n in 0|1|2|${3}) ;; *) eval "exec $n>&-" ;; esac; done; `;
+const CLOSE = `for f in /proc/self/fd/*; do n=\${f##*/}; case $n in 0|1|2|${SANDBOX_SECCOMP_FD}|${SANDBOX_ARGS_FD}) ;; *) eval "exec $n>&-" ;; esac; done; `;
 /** Joins each cgroup named before `--`, then runs the rest: the first process is in the cgroup before anything forks. */
 const JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
 
@@ -298,31 +354,6 @@ function userProcessCount(): number {
     }
   }
   return count;
-}
-
-/**
- * The bubblewrap arguments that hide every protected path (and `hidden`) inside the paths a sandbox
- * binds: a directory behind an empty tmpfs, a file behind /dev/null. Pass them after the binds.
- */
-export function bubblewrapMasks(bound: readonly string[], hidden: readonly string[] = []): string[] {
-  return masked(bound, [...protectedPaths(), ...hidden]).flatMap((p) => (isDirectory(p) ? ["--tmpfs", p] : ["--ro-bind", "/dev/null", p]));
-}
-
-const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
-
-/** The paths to hide: existing, not links (their targets are listed in real form), under a bound path, parents before (and instead of) children. */
-function masked(bound: readonly string[], candidates: readonly string[]): string[] {
-  const chosen: string[] = [];
-  for (const p of [...new Set(candidates.map((c) => path.resolve(c)))].sort((a, b) => a.length - b.length)) {
-    if (!bound.some((b) => under(p, b)) || chosen.some((c) => under(p, c))) continue;
-    try {
-      if (lstatSync(p).isSymbolicLink()) continue;
-    } catch {
-      continue;
-    }
-    chosen.push(p);
-  }
-  return chosen;
 }
 
 function isExecutable(file: string): boolean {

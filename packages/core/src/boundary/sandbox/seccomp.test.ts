@@ -4,10 +4,9 @@ import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sandboxLimits } from "./limits.js";
-import { bwrapOnPath, DEFAULT_SANDBOX_READ_ONLY_PATHS, sandboxLaunch, SANDBOX_SECCOMP_FD, type SandboxSpec } from "./profile.js";
+import { bwrapOnPath, DEFAULT_SANDBOX_READ_ONLY_PATHS, sandboxLaunch, type SandboxSpec, feedSandbox, sandboxStdio } from "./profile.js";
 import { SECCOMP_ARCHES, seccompDenied, seccompProgram, seccompTable } from "./seccomp.js";
 
 // ---------- the kernel's numbers, from its headers ----------
@@ -339,8 +338,8 @@ describe.skipIf(!runSandboxTests || !nativeArch || !checkHeaders)("the filter in
       "test",
     );
     const [program, ...rest] = launch.argv as [string, ...string[]];
-    const child = spawn(program, rest, { stdio: ["ignore", "pipe", "pipe", "pipe"], env: { PATH: "/usr/bin:/bin" } });
-    (child.stdio[SANDBOX_SECCOMP_FD] as Writable).end(launch.seccomp);
+    const child = spawn(program, rest, { stdio: sandboxStdio(launch, ["ignore", "pipe", "pipe"]), env: { ...launch.env } });
+    feedSandbox(child, launch);
     let stdout = "";
     let stderr = "";
     child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));

@@ -74,7 +74,7 @@ const DENIED = [
 const MODE_ARGS = { chmod: 1, fchmod: 1, fchmodat: 2, fchmodat2: 2, open: 2, openat: 3, creat: 1, mknod: 1, mknodat: 2 } as const;
 type ModeCall = keyof typeof MODE_ARGS;
 
-type Table = Readonly<Record<SeccompDenied | ModeCall | "clone" | "clone3" | "socket" | "ioctl" | "openat2", number | undefined>>;
+type Table = Readonly<Record<SeccompDenied | ModeCall | "clone" | "clone3" | "socket" | "socketpair" | "ioctl" | "openat2", number | undefined>>;
 
 /** x86-64 numbers (asm/unistd_64.h). */
 const X64: Table = {
@@ -142,6 +142,7 @@ const X64: Table = {
   clone: 56,
   clone3: 435,
   socket: 41,
+  socketpair: 53,
   ioctl: 16,
 };
 
@@ -211,6 +212,7 @@ const ARM64: Table = {
   clone: 220,
   clone3: 435,
   socket: 198,
+  socketpair: 199,
   ioctl: 29,
 };
 
@@ -267,6 +269,10 @@ const JEQ_K = 0x15;
 const JGE_K = 0x35;
 const JSET_K = 0x45;
 const RET_K = 0x06;
+const ALU_AND_K = 0x54;
+const SOCK_DGRAM = 2;
+/** The type's low bits (SOCK_NONBLOCK and SOCK_CLOEXEC ride above them). */
+const SOCK_TYPE_MASK = 0xf;
 
 /**
  * The filter for `arch` as a classic BPF program (8-byte instructions, little-endian), ready to
@@ -308,6 +314,20 @@ export function seccompProgram(options: SeccompOptions = {}, arch: string = proc
   const socketBlock: Insn[] = [[LD_W_ABS, 0, 0, 16]];
   families.forEach((family, i) => socketBlock.push([JEQ_K, families.length - i, 0, family]));
   socketBlock.push([RET_K, 0, 0, retErrno(EAFNOSUPPORT)], [RET_K, 0, 0, RET_ALLOW]);
+  // socketpair(AF_UNIX, SOCK_DGRAM, …): a datagram socket can send to any named socket it can see
+  // (sendto), connected or not. Stream and packet pairs stay allowed (their ends are only each other).
+  const pairBlock: Insn[] =
+    options.unixSockets === true
+      ? [[RET_K, 0, 0, RET_ALLOW]]
+      : [
+          [LD_W_ABS, 0, 0, 16],
+          [JEQ_K, 0, 4, AF_UNIX],
+          [LD_W_ABS, 0, 0, 24],
+          [ALU_AND_K, 0, 0, SOCK_TYPE_MASK],
+          [JEQ_K, 0, 1, SOCK_DGRAM],
+          [RET_K, 0, 0, retErrno(EPERM)],
+          [RET_K, 0, 0, RET_ALLOW],
+        ];
   // clone(flags, …) on both architectures takes its flags first: any namespace flag is refused.
   const cloneBlock: Insn[] = [
     [LD_W_ABS, 0, 0, 16],
@@ -336,7 +356,7 @@ export function seccompProgram(options: SeccompOptions = {}, arch: string = proc
         [RET_K, 0, 0, RET_ALLOW],
       ],
     ]);
-  for (const [name, block] of [["socket", socketBlock], ["clone", cloneBlock], ["ioctl", ioctlBlock], ...modeBlocks] as const) {
+  for (const [name, block] of [["socket", socketBlock], ["socketpair", pairBlock], ["clone", cloneBlock], ["ioctl", ioctlBlock], ...modeBlocks] as const) {
     program.push([JEQ_K, 0, block.length, nr(name)]);
     program.push(...block);
   }
