@@ -59,6 +59,8 @@ export default {
       name: "textstats",
       command: python,
       args: [`${baseDir}/examples/python-tool/textstats_tool.py`],
+      // Its own directory, bound read-only: what it sees does not depend on where toolgate is run from.
+      cwd: `${baseDir}/examples/python-tool`,
       expectedScopes: { word_count: "text:read", convert_length: "units:convert", slow_count: "text:read" },
       tools: { word_count: { effect: "read", risk: "low" }, convert_length: { effect: "none", risk: "low" }, slow_count: { effect: "read", risk: "low" } },
     });

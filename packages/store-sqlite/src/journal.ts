@@ -91,9 +91,13 @@ export async function openJournalFile(path: string, options: SqliteJournalOption
     throw new ToolError("journal_failed", `could not open journal ${path}`, { cause });
   }
   try {
-    db.pragma("journal_mode = WAL");
-    db.pragma(`synchronous = ${ownSync ? "NORMAL" : synchronous.toUpperCase()}`);
-    migrate(db, path, auditKeyCheck(auditKey));
+    // Another process opening the same new file at once can hold it while it turns on the log:
+    // SQLite then answers "busy" without waiting, so the setup is tried again until the timeout.
+    await untilNotBusy(busyTimeoutMs, () => {
+      db.pragma("journal_mode = WAL");
+      db.pragma(`synchronous = ${ownSync ? "NORMAL" : synchronous.toUpperCase()}`);
+      migrate(db, path, auditKeyCheck(auditKey));
+    });
     if (path !== ":memory:" && path !== "") {
       // SQLite follows a symbolic link to the file it opens and keeps its log and shared memory
       // beside that file, not beside the link: protect and sync those.
@@ -124,6 +128,21 @@ export async function openJournalFile(path: string, options: SqliteJournalOption
     schemaVersion: SQLITE_SCHEMA_VERSION,
     synchronous: sync ? "full" : ((["off", "normal", "full", "extra"] as const)[db.pragma("synchronous", { simple: true }) as number] ?? "off"),
   };
+}
+
+/** Run `step` again while SQLite answers SQLITE_BUSY, for at most `timeoutMs`. */
+async function untilNotBusy(timeoutMs: number, step: () => void): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+    try {
+      step();
+      return;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (!(typeof code === "string" && code.startsWith("SQLITE_BUSY")) || Date.now() + wait > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
 }
 
 /** The main database file as SQLite opened it (symbolic links followed), when it names one. */

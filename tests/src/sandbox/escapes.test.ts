@@ -473,9 +473,8 @@ function asNobody(
   request: object,
 ): Promise<{ report?: Report; stdout?: string; stderr?: string; error?: { code: string; message: string; details?: unknown } }> {
   return new Promise((resolve, reject) => {
+    // Started as root, the script drops to uid 65534 once its modules are loaded (the checkout may be private).
     const child = spawn(process.execPath, [UNPRIVILEGED_HOST], {
-      uid: NOBODY,
-      gid: NOBODY,
       cwd: "/tmp",
       env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
       stdio: ["pipe", "pipe", "pipe"],
@@ -486,11 +485,22 @@ function asNobody(
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     child.on("error", reject);
     child.on("close", () => {
+      let answer: {
+        uid?: unknown;
+        euid?: unknown;
+        report?: Report;
+        stdout?: string;
+        stderr?: string;
+        error?: { code: string; message: string; details?: unknown };
+      };
       try {
-        resolve(JSON.parse(stdout.trim().split("\n").pop() ?? ""));
+        answer = JSON.parse(stdout.trim().split("\n").pop() ?? "");
       } catch {
         reject(new Error(`the unprivileged host printed no answer; stdout: ${stdout.slice(-2000)}; stderr: ${stderr.slice(-2000)}`));
+        return;
       }
+      if (answer.uid !== NOBODY || answer.euid !== NOBODY) reject(new Error(`the host ran as uid ${String(answer.uid)}/${String(answer.euid)}, not ${NOBODY}`));
+      else resolve(answer);
     });
     child.stdin.end(JSON.stringify(request));
   });

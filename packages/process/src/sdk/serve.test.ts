@@ -8,6 +8,7 @@ import {
   NODE,
   PYTHON_TOOL,
   realPython,
+  PROBE_READ_ONLY,
   SDK_TOOL,
   waitGone,
   waitNoneWith,
@@ -30,6 +31,8 @@ describe("a tool process written with the SDK", () => {
       name: "sdk",
       command: NODE,
       args: [SDK_TOOL],
+      // Node finds zod and the SDK's build at the workspace's root: bound for it, read-only.
+      readOnlyPaths: PROBE_READ_ONLY,
       onLog: logs.onLog,
       tools: { shout: { effect: "none", risk: "low" } },
     });
@@ -68,7 +71,7 @@ describe("a tool process written with the SDK", () => {
   });
 
   it("exits on ToolShutdown", async () => {
-    const handle = await startToolProcess({ name: "sdk", command: NODE, args: [SDK_TOOL], onLog: () => undefined });
+    const handle = await startToolProcess({ name: "sdk", command: NODE, args: [SDK_TOOL], readOnlyPaths: PROBE_READ_ONLY, onLog: () => undefined });
     const pid = handle.status().pid!;
     await handle.stop();
     expect(await waitGone(pid)).toBe(true);
