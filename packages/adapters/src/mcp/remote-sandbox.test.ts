@@ -210,6 +210,10 @@ describe.runIf(runSandboxTests)("an imported stdio server in the shared sandbox 
     await refused({ kind: "bubblewrap", unixSockets: [path.join(socketsDir, "missing.sock")] });
     await refused({ kind: "bubblewrap", unixSockets: [vault] });
     await refused({ kind: "auto", bwrapPath: "bwrap" });
-    await refused("bubblewrap", { cwd: "/" });
+    // Refused by the import itself, with what to do (the profile would refuse binding "/" too, less helpfully).
+    await expect(importProbe("bubblewrap", { cwd: "/" })).rejects.toMatchObject({
+      code: "config_invalid",
+      message: expect.stringContaining("set cwd to the server's own directory"),
+    });
   });
 });
