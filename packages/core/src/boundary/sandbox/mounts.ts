@@ -45,7 +45,8 @@ export function bubblewrapMasks(bound: readonly string[], hidden: readonly strin
   return masked(bound, [...protectedPaths(), ...hidden]).flatMap((p) => (isDirectory(p) ? EMPTY_DIR(p) : ["--ro-bind", "/dev/null", p]));
 }
 
-const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
+/** Whether `p` is `dir` or inside it. */
+export const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
 
 /** The paths to hide: existing, not links (their targets are listed in real form), under a bound path, parents before (and instead of) children. */
 function masked(bound: readonly string[], candidates: readonly string[]): string[] {

@@ -12,7 +12,7 @@ import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathS
 import path from "node:path";
 import { ToolError } from "../../errors.js";
 import { isDirectory, isProtectedPath } from "../protected-paths.js";
-import { bubblewrapMasks, EMPTY_DIR, PROC_HIDDEN, PROC_READ_ONLY } from "./mounts.js";
+import { bubblewrapMasks, EMPTY_DIR, PROC_HIDDEN, PROC_READ_ONLY, under } from "./mounts.js";
 import { cgroupsAvailable, runCgroup, type RunCgroup } from "./cgroup.js";
 import { prlimitArgs, type SandboxLimitName, type SandboxLimits } from "./limits.js";
 import { seccompProgram } from "./seccomp.js";
@@ -309,7 +309,6 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
 }
 
 const depth = (p: string) => p.split(path.sep).filter(Boolean).length;
-const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
 
 /** The stdio to spawn a launch with: the three given, then a pipe for each of its descriptors. */
 export function sandboxStdio<T>(launch: SandboxLaunch, first: readonly [T, T, T]): (T | "pipe")[] {
