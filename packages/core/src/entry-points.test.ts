@@ -89,9 +89,11 @@ const ENTRY_POINTS = {
       "Profile",
       "ProfileDefinition",
       "ProgressEvent",
+      "ProvenanceSession",
       "Redactor",
       "RiskLevel",
       "RuntimeIsolation",
+      "SessionOptions",
       "SharedBoundaryToken",
       "SovereigntyClass",
       "ToolById",
@@ -318,9 +320,11 @@ const ENTRY_POINTS = {
       "Authority",
       "AuthorityAction",
       "BuildInventoryOptions",
+      "CallProvenance",
       "CreateAuthorityOptions",
       "EditOptions",
       "EditPreview",
+      "FieldProvenance",
       "Inventory",
       "InventoryEntry",
       "InventoryLimit",
@@ -338,6 +342,8 @@ const ENTRY_POINTS = {
       "PinnedHead",
       "PinnedHeadsVerdict",
       "ProfileLimit",
+      "ProvenanceRules",
+      "ProvenanceSource",
       "PruneJournalOptions",
       "PruneReport",
       "ReadLimitUsageOptions",
@@ -399,9 +405,10 @@ describe("entry points", () => {
     });
   }
 
-  it("the root stays small: at most 100 names, values and types together", () => {
+  // 102: a session's handle and its options joined the root with provenance (what a judgement holds is in /operator).
+  it("the root stays small: at most 102 names, values and types together", () => {
     const root = ENTRY_POINTS["@toolgate/core"];
-    expect(root.values.length + root.types.length).toBeLessThanOrEqual(100);
+    expect(root.values.length + root.types.length).toBeLessThanOrEqual(102);
   });
 
   it("store-only names stay out of the root", () => {

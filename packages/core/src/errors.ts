@@ -36,6 +36,11 @@ export const TOOL_ERROR_CODES = {
   approval_denied: { kind: "call", summary: "A human denied the request." },
   approval_unknown: { kind: "call", summary: "No such approval request or grant." },
   preview_invalid: { kind: "call", summary: "The tool could not build a valid preview for a human to approve." },
+  provenance_refused: {
+    kind: "call",
+    summary:
+      "An argument of the call came from untrusted data (or from nothing trusted) where the profile refuses it: a destination must come from trusted data.",
+  },
   edit_refused: {
     kind: "call",
     summary: "An approver's edit is outside what the tool and profile allow to be edited, or the request cannot be edited.",

@@ -72,6 +72,8 @@ export type { InjectionFinding, FencedContent } from "./untrusted.js";
 
 export { createGate } from "./gate/gate.js";
 export type { Gate, AnyGate, CreateGateOptions, CallOptions, InputFor, OutputFor } from "./gate/gate.js";
+// What a provenance judgement holds (its fields and sources) is in `/operator`.
+export type { ProvenanceSession, SessionOptions } from "./provenance/session.js";
 export type { InvokeResult, OkResult, ApprovalRequiredResult, DeniedResult, ErrorResult } from "./gate/results.js";
 export type { ApprovalGrant, ApprovalDesk, GrantOptions, DenyOptions } from "./gate/approvals.js";
 

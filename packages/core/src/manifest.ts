@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ToolError } from "./errors.js";
 import type { ToolContext, PreviewContext, EffectIdentity } from "./context.js";
 import { editsProblems } from "./edit-fields.js";
+import { freezeRules, rulesProblems, type CallProvenance, type ProvenanceRules } from "./provenance/judge.js";
 
 /** `family.verb_noun`: lower-case words joined by dots, at most 64 characters. */
 export const TOOL_ID_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
@@ -75,6 +76,8 @@ export interface ApprovalPreview {
    * to the body as `ctx.plan`. Plain JSON.
    */
   readonly plan?: unknown;
+  /** Set by the gate in a session: where the arguments came from. Shown, not hashed. */
+  readonly provenance?: CallProvenance;
 }
 
 /**
@@ -131,6 +134,8 @@ export interface ToolFields<TId extends string, TInput extends z.ZodType, TOutpu
   readonly describeResult?: (output: z.output<TOutput>) => string;
   /** Input members an approver may edit (JSON Pointers to declared members); `false` refuses edits. Default: the whole input. */
   readonly edits?: false | { readonly fields: readonly string[] };
+  /** Input members (JSON Pointers, `*` any item) that must come from trusted data, and those that may carry untrusted data only to them. */
+  readonly provenance?: ProvenanceRules;
 }
 
 /**
@@ -165,11 +170,9 @@ export type ExecutionFields =
     }
   | {
       readonly effect: "none" | "read";
-      /** Default `true`. */
+      /** Each of these defaults to `true`. */
       readonly idempotent?: boolean;
-      /** Default `true`. */
       readonly retryable?: boolean;
-      /** Default `true`. */
       readonly reversible?: boolean;
     };
 
@@ -283,6 +286,7 @@ export function defineTool<const TId extends string, TInput extends z.ZodType, T
     sovereignty: sovereigntyOf({ provider, dataEgress: definition.dataEgress }),
     runtimeIsolation: Object.freeze({ ...definition.runtimeIsolation }),
     ...(definition.edits ? { edits: Object.freeze({ fields: Object.freeze([...definition.edits.fields]) }) } : {}),
+    ...(definition.provenance ? { provenance: freezeRules(definition.provenance) } : {}),
     ...(definition.connector
       ? { connector: Object.freeze({ provider: definition.connector.provider, scopes: Object.freeze([...definition.connector.scopes]) }) }
       : {}),
@@ -300,8 +304,9 @@ function providerOf(d: { readonly provider?: string | undefined; readonly connec
 const nonEmpty = (value: unknown): boolean => typeof value === "string" && value.trim().length > 0;
 
 /** A definition as the run-time check sees it: the compiler's rules may have been bypassed. */
-type UncheckedDefinition = Omit<ToolFields<string, z.ZodType, z.ZodType, string>, "target" | "describeResult" | "edits"> & {
+type UncheckedDefinition = Omit<ToolFields<string, z.ZodType, z.ZodType, string>, "target" | "describeResult" | "edits" | "provenance"> & {
   readonly edits?: unknown;
+  readonly provenance?: unknown;
   readonly effect: Effect;
   readonly approval: unknown;
   readonly preview?: unknown;
@@ -384,6 +389,7 @@ function manifestProblems(d: UncheckedDefinition): string[] {
   if (d.target !== undefined && typeof d.target !== "function") problems.push("target must be a function");
   if (d.describeResult !== undefined && typeof d.describeResult !== "function") problems.push("describeResult must be a function");
   if (d.edits !== undefined) problems.push(...editsProblems(d.edits, () => jsonSchemaOf(d.input, "input")));
+  problems.push(...rulesProblems(d.provenance, "provenance"));
   return problems;
 }
 

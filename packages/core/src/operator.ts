@@ -11,6 +11,7 @@ export type { AuditChainVerdict, VerifyAuditChainOptions, AuditKey } from "./jou
 export { verifyJournalRows, pruneJournal } from "./journal/operations.js";
 export type { JournalRowsVerdict, JournalRowProblem, PruneJournalOptions, PruneReport } from "./journal/operations.js";
 export type { RowProblem } from "./journal/sealed-rows.js";
+export type { CallProvenance, FieldProvenance, ProvenanceRules, ProvenanceSource } from "./provenance/types.js";
 export { buildInventory } from "./inventory.js";
 export type { Inventory, InventoryEntry, InventoryLimit, BuildInventoryOptions } from "./inventory.js";
 export { renderOperatorDocs } from "./operator-docs.js";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { freezeRules, rulesProblems, type ProvenanceRules } from "./provenance/judge.js";
 import { ToolError } from "./errors.js";
 import { DATA_CLASSES, RISK_LEVELS, TOOL_ID_MAX_LENGTH, TOOL_ID_PATTERN } from "./manifest.js";
 import { WINDOW_MAX, WINDOW_MS } from "./limits/window.js";
@@ -144,6 +145,27 @@ const approvalEditsSchema = z
     Object.freeze(Object.fromEntries(Object.entries(all).map(([k, v]) => [k, v === false ? (false as const) : Object.freeze([...(v as string[])])]))),
   );
 
+/** Provenance in a session: what a broken rule does, whether trusted calls skip the manifest's approval, rules added per tool id or `family.*`. */
+const provenanceSchema = z
+  .object({
+    onViolation: z.enum(["ask", "refuse"], { error: 'provenance.onViolation must be "ask" or "refuse"' }).default("ask"),
+    trustedSkipsApproval: z.boolean({ error: "provenance.trustedSkipsApproval must be true or false" }).default(false),
+    tools: z
+      .record(
+        toolPattern,
+        z.unknown().superRefine((rules, ctx) => {
+          for (const message of rulesProblems(rules, "each provenance.tools entry")) ctx.addIssue({ code: "custom", message });
+        }),
+        { error: 'provenance.tools must be an object of tool ids or "family.*" to { destinations?, content? }' },
+      )
+      .default({})
+      .transform((all): Readonly<Record<string, ProvenanceRules>> =>
+        Object.freeze(Object.fromEntries(Object.entries(all).map(([k, v]) => [k, freezeRules(v as ProvenanceRules)]))),
+      ),
+  })
+  .strict()
+  .readonly();
+
 const tokenProblem = (issue: { readonly input?: unknown }) => `token ${JSON.stringify(issue.input)} must be an exact "area:verb" token (no wildcards)`;
 
 /**
@@ -183,6 +205,8 @@ export const profileSchema = z
     limits: limitsSchema,
     /** Which input fields an approver may edit, per tool id or `family.*` (narrows the manifest's `edits`). Default: the manifest's. */
     approvalEdits: approvalEditsSchema.optional(),
+    /** What provenance does for calls made in a session (`gate.openSession`). Default: a broken rule asks a human; nothing skips approval. */
+    provenance: provenanceSchema.optional(),
   })
   .readonly();
 

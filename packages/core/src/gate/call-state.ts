@@ -7,6 +7,7 @@ import type { ApprovalPreview, AnyToolManifest } from "../manifest.js";
 import type { ApprovalChange, GrantCheck, IntentInput, LimitCharge, OutboxEntry, OutboxState } from "../journal/types.js";
 import type { RegisteredTool } from "../registry.js";
 import type { InjectionFinding } from "../untrusted.js";
+import type { CallProvenance } from "../provenance/types.js";
 import type { CallOptions } from "./gate.js";
 import type { ApprovalRequiredResult, DeniedResult, ErrorResult } from "./results.js";
 
@@ -47,6 +48,13 @@ export interface Authorized extends Validated {
   readonly authorized: true;
 }
 
+/** Where the call's arguments came from, when it was made in a session (`undefined` outside one, or for a call nothing is checked on). */
+export interface Judged extends Authorized {
+  readonly provenance: CallProvenance | undefined;
+  /** The manifest's approval rule asks a human for this input (decided once, by the provenance step). */
+  readonly manifestAsks: boolean;
+}
+
 /** What a human approves, when the tool asks for one; `plan` is handed to the body. */
 export interface BuiltPreview {
   readonly preview: ApprovalPreview;
@@ -54,7 +62,7 @@ export interface BuiltPreview {
   readonly plan: unknown;
 }
 
-export interface Previewed extends Authorized {
+export interface Previewed extends Judged {
   readonly approval: BuiltPreview | undefined;
 }
 
@@ -147,6 +155,8 @@ export function startCall(invocationId: string, requestedId: string, input: unkn
     parsed: undefined,
     validated: undefined,
     authorized: undefined,
+    provenance: undefined,
+    manifestAsks: undefined,
     approval: undefined,
     visibleKey: undefined,
     key: undefined,

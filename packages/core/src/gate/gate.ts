@@ -13,6 +13,7 @@ import { createGateEnv, type GateEnv } from "./env.js";
 import { INVOKE_STEPS, runSteps } from "./pipeline.js";
 import type { InvokeResult } from "./results.js";
 import type { TelemetryOptions } from "../telemetry/gate-telemetry.js";
+import { openSession, type ProvenanceSession, type SessionOptions } from "../provenance/session.js";
 
 export interface CreateGateOptions<TTool extends AnyToolManifest> {
   readonly registry: ToolRegistry<TTool>;
@@ -54,6 +55,11 @@ export interface CallOptions {
   readonly callRef?: string;
   readonly signal?: AbortSignal;
   readonly onProgress?: (event: ProgressEvent) => void;
+  /**
+   * The agent run this call belongs to (`gate.openSession`): its outputs are remembered, and a
+   * side-effectful call's arguments are judged by where they came from (see `docs/security-model.md`).
+   */
+  readonly session?: ProvenanceSession;
 }
 
 /** The input type for `invoke(id, …)`: typed for a known id, `unknown` for a string from a model. */
@@ -87,6 +93,11 @@ export interface Gate<TTool extends AnyToolManifest = AnyToolManifest> {
   readonly redactor: Redactor;
   readonly registry: ToolRegistry<TTool>;
   readonly journal: Journal;
+  /**
+   * Open a session (one agent run): `trusted` is what the host vouches for (the user's own
+   * instructions, configured contacts). Pass it as `call.session` on every call of the run.
+   */
+  openSession(options?: SessionOptions): ProvenanceSession;
   /** Wait for calls that outlived their deadline to settle in the journal (tests, shutdown). */
   drain(): Promise<void>;
 }
@@ -115,6 +126,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     redactor: env.redactor,
     registry,
     journal,
+    openSession,
     async drain() {
       while (env.pendingLate.size > 0) await Promise.all([...env.pendingLate]);
     },

@@ -8,7 +8,8 @@ import type { CallStart, EditedCall, Runnable } from "./call-state.js";
 import { withEditNotice } from "./edit-notice.js";
 import type { GateEnv } from "./env.js";
 import { foreignError, redactedPrefix } from "./foreign-text.js";
-import type { Redactor } from "../redactor.js";
+import { createRedactor, type Redactor } from "../redactor.js";
+import { sessionState, textOf } from "../provenance/session.js";
 import type { DeniedResult, ErrorResult, OkResult } from "./results.js";
 
 export type Refusal = DeniedResult | ErrorResult;
@@ -114,6 +115,8 @@ export async function settleFailure(env: GateEnv, c: Runnable, boundary: EffectB
     receipt = await audit(env, c, "call.failed", { code: error.code, message, boundary, inputHash: c.inputHash });
   }
   const details = error.details === undefined ? undefined : env.redactor.redact(error.details);
+  // What an untrusted tool's error says reaches the model too (fenced): the session remembers it.
+  if (manifest.untrustedOutput && c.call.session !== undefined) rememberOutput(c, { message, details }, null);
   return {
     status: "error",
     toolId: manifest.id,
@@ -141,7 +144,7 @@ export function shownMessage(
 
 /** An ok result; for a call that ran an approver's edit (`edited`, the call's own by default), `content` says so first. */
 export function okResult(
-  c: Pick<Runnable, "tool" | "invocationId" | "visibleKey" | "edited">,
+  c: Pick<Runnable, "tool" | "invocationId" | "visibleKey" | "edited" | "call">,
   output: unknown,
   findings: readonly InjectionFinding[],
   replayed: boolean,
@@ -151,6 +154,8 @@ export function okResult(
 ): OkResult<unknown> {
   const { manifest } = c.tool;
   const json = canonicalOutput ?? canonicalJson(output ?? null);
+  // In a session, what the model is about to read is remembered with where it came from.
+  if (c.call.session !== undefined) rememberOutput(c, output, describeOutput(manifest, output, NO_SECRETS));
   const content = manifest.untrustedOutput ? fenceUntrusted(manifest.id, json, findings).text : json;
   const told = edited && { requestId: edited.requestId, version: edited.version, changes: edited.changes };
   return {
@@ -169,6 +174,25 @@ export function okResult(
 }
 
 export { abortedError, thrownError } from "./thrown-error.js";
+
+// Outputs reach `okResult` redacted already: describing one for the session needs no secrets of its own.
+const NO_SECRETS = createRedactor([]);
+
+/** The output (already redacted) in the call's session, labelled with its tool, family, trust and principal. */
+function rememberOutput(c: Pick<Runnable, "tool" | "invocationId" | "call">, output: unknown, described: string | null): void {
+  const state = sessionState(c.call.session);
+  if (state === undefined) return;
+  const { manifest } = c.tool;
+  state.add(textOf(output), {
+    kind: "output",
+    toolId: manifest.id,
+    family: c.tool.family,
+    invocationId: c.invocationId,
+    principal: c.call.principal,
+    untrusted: manifest.untrustedOutput,
+    ...(described === null ? {} : { described }),
+  });
+}
 
 /** The manifest's one-line description of a result, for the audit; null when it has none or fails. */
 export function describeOutput(manifest: AnyToolManifest, output: unknown, redactor: Redactor): string | null {

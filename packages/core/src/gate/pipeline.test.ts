@@ -11,6 +11,7 @@ describe("the gate's pipeline", () => {
       "validate",
       "policy",
       "replay-caller-key",
+      "provenance",
       "preview",
       "derive-key",
       "replay-completed",

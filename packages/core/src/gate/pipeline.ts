@@ -12,6 +12,7 @@ import { killSwitch } from "./steps/kill-switch.js";
 import { freeze } from "./steps/freeze.js";
 import { validate } from "./steps/validate.js";
 import { policy } from "./steps/policy.js";
+import { provenance } from "./steps/provenance.js";
 import { preview } from "./steps/preview.js";
 import { deriveKey } from "./steps/derive-key.js";
 import { replayCallerKey, replayCompleted } from "./steps/replay-completed.js";
@@ -91,6 +92,7 @@ export const INVOKE_STEPS = pipeline([
   validate,
   policy,
   replayCallerKey,
+  provenance,
   preview,
   deriveKey,
   replayCompleted,

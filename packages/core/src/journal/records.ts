@@ -18,11 +18,38 @@ const text = z.string();
 const optionalText = text.exactOptional();
 
 const ChangeSchema = z.object({ path: text, before: z.unknown().exactOptional(), after: z.unknown().exactOptional() });
+const SourceSchema = z.object({
+  kind: z.enum(["trusted", "output"]),
+  label: optionalText,
+  toolId: optionalText,
+  family: optionalText,
+  invocationId: optionalText,
+  principal: optionalText,
+  untrusted: z.boolean(),
+  described: optionalText,
+});
+const ProvenanceSchema = z.object({
+  session: text,
+  verdict: z.enum(["trusted", "untrusted", "violation"]),
+  action: z.enum(["none", "escalated", "refused", "waived"]),
+  violations: z.array(text),
+  fields: z.array(
+    z.object({
+      path: text,
+      label: z.enum(["trusted", "untrusted", "new"]),
+      role: z.enum(["destination", "content"]).exactOptional(),
+      sources: z.array(SourceSchema),
+      found: z.array(text).exactOptional(),
+      why: text,
+    }),
+  ),
+});
 const PreviewSchema = z.object({
   summary: text,
   details: z.record(text, z.unknown()).exactOptional(),
   body: optionalText,
   plan: z.unknown().exactOptional(),
+  provenance: ProvenanceSchema.exactOptional(),
 });
 
 export const RecordedResultSchema = z.object({

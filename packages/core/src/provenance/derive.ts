@@ -47,7 +47,7 @@ export function prepareText(seen: SeenText): PreparedText {
 }
 
 /** Whether `needle` occurs in `haystack` not inside a longer word or number. */
-function containsBounded(haystack: string, needle: string): boolean {
+export function containsBounded(haystack: string, needle: string): boolean {
   for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
     const before = at === 0 ? "" : haystack[at - 1]!;
     const after = haystack[at + needle.length] ?? "";

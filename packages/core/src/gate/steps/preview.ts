@@ -5,9 +5,9 @@
  */
 import { canonicalJson, hashCanonical } from "../../canonical-json.js";
 import { ToolError } from "../../errors.js";
-import type { EffectIdentity, PreviewContext } from "../../context.js";
+import type { PreviewContext } from "../../context.js";
 import type { ApprovalPreview } from "../../manifest.js";
-import type { Authorized, BuiltPreview, Frozen, Previewed, Resolved, Writable } from "../call-state.js";
+import type { BuiltPreview, Frozen, Judged, Previewed, Resolved, Writable } from "../call-state.js";
 import type { InvokeResult } from "../results.js";
 import { bounded, connectorRequest, lazyConnector } from "../connector-access.js";
 import type { GateEnv } from "../env.js";
@@ -16,15 +16,17 @@ import type { Step } from "../pipeline.js";
 
 const MAX_PREVIEW_BYTES = 256 * 1024;
 
-export const preview: Step<Authorized, Previewed> = {
+export const preview: Step<Judged, Previewed> = {
   name: "preview",
   run(c, env) {
-    if (!approvalRequired(c)) return c as Previewed; // approval stays undefined
+    const action = c.provenance?.action;
+    // A human is asked when the manifest says so (unless provenance waived it) or provenance escalated the call.
+    if (action === "waived" || (!c.manifestAsks && action !== "escalated")) return c as Previewed; // approval stays undefined
     return previewForApproval(c, env);
   },
 };
 
-async function previewForApproval(c: Authorized, env: GateEnv): Promise<Previewed | InvokeResult<unknown>> {
+async function previewForApproval(c: Judged, env: GateEnv): Promise<Previewed | InvokeResult<unknown>> {
   if (c.manifest.connector && env.connectors?.check) {
     const check = env.connectors.check.bind(env.connectors);
     try {
@@ -38,22 +40,25 @@ async function previewForApproval(c: Authorized, env: GateEnv): Promise<Previewe
       );
     }
   }
-  const built = await buildPreview(env, c);
+  const built = c.manifest.preview ? await buildPreview(env, c) : escalationPreview(env, c);
   // What a preview throws may quote what it read (someone else's event, a draft): fenced for the model.
   if (ToolError.is(built)) return refuse(env, c, "error", built, { foreign: thrownByPreview.has(built) });
-  (c as Writable<Previewed>).approval = built;
+  (c as Writable<Previewed>).approval = withProvenance(env, c, built);
   return c as Previewed;
 }
 
-function approvalRequired(c: Authorized): boolean {
-  const rule: unknown = c.manifest.approval;
-  if (rule === "never") return false;
-  if (rule === "always") return true;
-  try {
-    return (rule as (input: unknown, call: EffectIdentity) => boolean)(c.parsed, identity(c)) !== false;
-  } catch {
-    return true; // a predicate that fails asks a human
-  }
+/** A tool that never asks has no preview of its own: a call provenance escalated shows its input. */
+function escalationPreview(env: GateEnv, c: Judged): BuiltPreview | ToolError {
+  return checkPreview(env, c.manifest.id, { summary: `${c.manifest.title}: an argument did not come from trusted data`, details: { input: c.parsed } });
+}
+
+/**
+ * The provenance is shown with the preview but kept out of its hash: the grant binds the call (its
+ * input and what the tool showed), and a retry after more output was seen must still find its grant.
+ */
+function withProvenance(env: GateEnv, c: Judged, built: BuiltPreview): BuiltPreview {
+  if (c.provenance === undefined) return built;
+  return { ...built, preview: { ...built.preview, provenance: env.redactor.redact(c.provenance) } };
 }
 
 /**

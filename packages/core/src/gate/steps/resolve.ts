@@ -1,4 +1,5 @@
 /** Step 1: the gate's clock gave a time, the call options are well formed, the tool exists, and the call was not cancelled already. */
+import { sessionState } from "../../provenance/session.js";
 import { ToolError } from "../../errors.js";
 import { RISK_LEVELS } from "../../manifest.js";
 import type { RegisteredTool } from "../../registry.js";
@@ -72,6 +73,7 @@ function checkCallOptions(call: CallOptions): ToolError | undefined {
   }
   if (call.signal !== undefined && !(call.signal instanceof AbortSignal)) problems.push("signal (an AbortSignal)");
   if (call.onProgress !== undefined && typeof call.onProgress !== "function") problems.push("onProgress (a function)");
+  if (call.session !== undefined && sessionState(call.session) === undefined) problems.push("session (from gate.openSession)");
   return problems.length === 0 ? undefined : new ToolError("config_invalid", `invoke's call options are missing or malformed: ${problems.join(", ")}`);
 }
 

@@ -1,0 +1,69 @@
+/**
+ * Step 7: in a session, where the call's arguments came from. A side-effectful call (or one whose
+ * manifest or profile names destinations) is judged against what the session has seen: a
+ * destination not from trusted data is a violation, asked of a human with the provenance in the
+ * preview (or refused, per the profile); a call with only trusted data may skip the manifest's
+ * approval when the profile says so. Outside a session nothing changes.
+ */
+import { ToolError } from "../../errors.js";
+import type { EffectIdentity } from "../../context.js";
+import { isSideEffectful } from "../../manifest.js";
+import { judge, mergeRules } from "../../provenance/judge.js";
+import { sessionState } from "../../provenance/session.js";
+import type { CallProvenance, ProvenanceRules } from "../../provenance/types.js";
+import type { Authorized, Judged, Writable } from "../call-state.js";
+import type { GateEnv } from "../env.js";
+import { approvalsNeeded } from "../grants.js";
+import { audit, identity, refuse } from "../outcomes.js";
+import type { Step } from "../pipeline.js";
+
+export const provenance: Step<Authorized, Judged> = {
+  name: "provenance",
+  run(c, env) {
+    const next = c as Writable<Judged>;
+    next.manifestAsks = manifestAsks(c);
+    const state = c.call.session === undefined ? undefined : sessionState(c.call.session);
+    if (state === undefined) return next; // provenance stays undefined
+    const rules = rulesFor(c);
+    const declared = (rules.destinations?.length ?? 0) + (rules.content?.length ?? 0) > 0;
+    if (!isSideEffectful(c.manifest.effect) && !declared) return next;
+    const judged = judge(state, c.parsed, rules);
+    const settings = c.call.profile.provenance;
+    let action: CallProvenance["action"] = "none";
+    if (judged.verdict === "violation") action = settings?.onViolation === "refuse" ? "refused" : next.manifestAsks ? "none" : "escalated";
+    // Two approvers asked for by the profile are never waived: the operator wants humans on these.
+    else if (judged.verdict === "trusted" && next.manifestAsks && settings?.trustedSkipsApproval === true && approvalsNeeded(c) === 1) action = "waived";
+    next.provenance = Object.freeze({ session: state.id, action, ...judged });
+    if (action === "refused") {
+      const message = `${c.manifest.id} refused under profile ${c.call.profile.name}: ${judged.violations.join("; ")}`;
+      return refuse(env, c, "denied", new ToolError("provenance_refused", message, { details: { provenance: next.provenance } }));
+    }
+    if (action === "none" && judged.verdict === "trusted") return next;
+    return journaled(next, env);
+  },
+};
+
+/** Escalations, waivers and calls carrying untrusted data are journaled before anything is asked or run. */
+async function journaled(c: Judged, env: GateEnv): Promise<Judged> {
+  await audit(env, c, "provenance.checked", { provenance: c.provenance, inputHash: c.inputHash });
+  return c;
+}
+
+/** The manifest's rules, with the profile's for this tool and its family added. */
+function rulesFor(c: Authorized): ProvenanceRules {
+  const extra = c.call.profile.provenance?.tools;
+  const own = extra?.[c.manifest.id];
+  const family = extra?.[`${c.manifest.id.slice(0, c.manifest.id.indexOf("."))}.*`];
+  return mergeRules(mergeRules(c.manifest.provenance, own), family);
+}
+
+function manifestAsks(c: Authorized): boolean {
+  const rule: unknown = c.manifest.approval;
+  if (rule === "never") return false;
+  if (rule === "always") return true;
+  try {
+    return (rule as (input: unknown, call: EffectIdentity) => boolean)(c.parsed, identity(c)) !== false;
+  } catch {
+    return true; // a predicate that fails asks a human
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The provenance of a call: every string of its input labelled against the session, the rules of
+ * its manifest and profile applied, and a verdict with reasons a human can read.
+ */
+import { labelValue, type ValueProvenance } from "./label.js";
+import type { SeenEntry, SessionState } from "./session.js";
+import type { FieldProvenance, ProvenanceRules, ProvenanceSource, ProvenanceVerdict } from "./types.js";
+
+export type { CallProvenance, ProvenanceRules } from "./types.js";
+
+const MAX_LEAVES = 2000;
+const MAX_FIELDS_SHOWN = 50;
+const MAX_SOURCES = 3;
+const MAX_FOUND = 5;
+const MAX_FOUND_CHARS = 80;
+
+/** A judged call, before the step decides what to do with it. */
+export interface Judgement {
+  readonly verdict: ProvenanceVerdict;
+  readonly violations: readonly string[];
+  readonly fields: readonly FieldProvenance[];
+}
+
+/** The strings (and numbers, as text) of an input with their JSON Pointers. */
+export function leavesOf(value: unknown): { leaves: { path: string; value: string }[]; truncated: boolean } {
+  const out: { path: string; value: string }[] = [];
+  let truncated = false;
+  const walk = (v: unknown, path: string, depth: number): void => {
+    if (out.length >= MAX_LEAVES || depth > 64) {
+      truncated = true;
+      return;
+    }
+    if (typeof v === "string") out.push({ path, value: v });
+    else if (typeof v === "number" && Number.isFinite(v)) out.push({ path, value: String(v) });
+    else if (Array.isArray(v)) v.forEach((item, i) => walk(item, `${path}/${i}`, depth + 1));
+    else if (v !== null && typeof v === "object") {
+      for (const [key, item] of Object.entries(v)) walk(item, `${path}/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`, depth + 1);
+    }
+  };
+  walk(value, "", 0);
+  return { leaves: out, truncated };
+}
+
+/** A pattern (`/to`, `/attendees/*` + `/email`) covers a pointer when its segments are a prefix of the pointer's, `*` matching any one. */
+export function covers(pattern: string, pointer: string): boolean {
+  const want = pattern.split("/").slice(1);
+  const have = pointer.split("/").slice(1);
+  if (want.length > have.length) return false;
+  return want.every((segment, i) => segment === "*" || segment === have[i]);
+}
+
+/** Pointers a rule names must be JSON Pointers (`*` allowed as a whole segment); the problems, if any. */
+export function rulesProblems(rules: unknown, where: string): string[] {
+  if (rules === undefined) return [];
+  if (rules === null || typeof rules !== "object" || Array.isArray(rules)) return [`${where} must be an object { destinations?, content? }`];
+  const problems: string[] = [];
+  for (const [key, list] of Object.entries(rules)) {
+    if (key !== "destinations" && key !== "content") {
+      problems.push(`${where} has an unknown member ${JSON.stringify(key)} (destinations and content only)`);
+      continue;
+    }
+    if (!Array.isArray(list) || list.some((p) => typeof p !== "string" || !/^(\/[^/]*)+$/.test(p))) {
+      problems.push(`${where}.${key} must be an array of JSON Pointers into the input ("/to", "/attendees/*/email")`);
+    }
+  }
+  return problems;
+}
+
+/** A checked rule set, copied and frozen. */
+export function freezeRules(rules: ProvenanceRules): ProvenanceRules {
+  return Object.freeze({
+    ...(rules.destinations ? { destinations: Object.freeze([...rules.destinations]) } : {}),
+    ...(rules.content ? { content: Object.freeze([...rules.content]) } : {}),
+  });
+}
+
+/** Two rule sets as one (a profile adds to a manifest's; it never takes away). */
+export function mergeRules(a: ProvenanceRules | undefined, b: ProvenanceRules | undefined): ProvenanceRules {
+  return {
+    destinations: [...(a?.destinations ?? []), ...(b?.destinations ?? [])],
+    content: [...(a?.content ?? []), ...(b?.content ?? [])],
+  };
+}
+
+function describe(source: ProvenanceSource): string {
+  if (source.kind === "trusted") return source.label ? `trusted text "${source.label}"` : "trusted text";
+  const what = source.described ? ` (${source.described})` : "";
+  return `the ${source.untrusted ? "untrusted " : ""}output of ${source.toolId}${what}`;
+}
+
+function roleWord(role: FieldProvenance["role"]): string {
+  return role === "destination" ? "destination" : role === "content" ? "content" : "value";
+}
+
+function why(path: string, role: FieldProvenance["role"], p: ValueProvenance, asDestination: boolean): string {
+  const word = `${roleWord(role)} ${path || "/"}`;
+  if (p.label === "untrusted") return `${word} taken from ${describe(p.untrustedFrom[0]!.source)}`;
+  if (asDestination || p.label === "trusted") return `${word} from ${describe(p.trustedFrom[0]!.source)}`;
+  return `${word} is new: found in nothing trusted the session has seen`;
+}
+
+const shorten = (s: string) => (s.length > MAX_FOUND_CHARS ? `${s.slice(0, MAX_FOUND_CHARS - 1)}…` : s);
+
+/** Judge `input` under `rules` against the session. */
+export function judge(state: SessionState, input: unknown, rules: ProvenanceRules): Judgement {
+  const entries: readonly SeenEntry[] = state.entries;
+  const destinations = rules.destinations ?? [];
+  const content = rules.content ?? [];
+  const fields: FieldProvenance[] = [];
+  const untrustedDestinations: string[] = [];
+  const carrying: FieldProvenance[] = [];
+  let anyUntrusted = false;
+  const { leaves, truncated } = leavesOf(input);
+  // What could not be looked at is not trusted: a destination past the bound would go unchecked.
+  if (truncated) untrustedDestinations.push(`the input has more than ${MAX_LEAVES} strings or is nested deeper than 64: not every one could be checked`);
+  for (const leaf of leaves) {
+    const role = destinations.some((d) => covers(d, leaf.path)) ? "destination" : content.some((d) => covers(d, leaf.path)) ? "content" : undefined;
+    const p = labelValue(leaf.value, entries, role === "destination");
+    const destinationOk = role === "destination" && p.trustedDestination;
+    if (p.label === "untrusted") anyUntrusted = true;
+    if (role !== "destination" && p.label !== "untrusted") continue; // new or trusted strings that are not destinations say nothing
+    const sources = [...p.untrustedFrom, ...p.trustedFrom].slice(0, MAX_SOURCES).map((e) => e.source);
+    const field: FieldProvenance = {
+      path: leaf.path,
+      label: p.label,
+      ...(role === undefined ? {} : { role }),
+      sources,
+      ...(p.found.length > 0 ? { found: p.found.slice(0, MAX_FOUND).map(shorten) } : {}),
+      why: why(leaf.path, role, destinationOk && p.label !== "untrusted" ? { ...p, label: "trusted" } : p, destinationOk),
+    };
+    fields.push(field);
+    if (role === "destination" && !destinationOk) untrustedDestinations.push(field.why);
+    if (p.label === "untrusted" && role !== "destination") carrying.push(field);
+  }
+  const violations = [...untrustedDestinations];
+  if (untrustedDestinations.length > 0) {
+    for (const f of carrying) if (f.role === "content") violations.push(`${f.why}, to a destination not from trusted data`);
+  }
+  const verdict: ProvenanceVerdict = violations.length > 0 ? "violation" : anyUntrusted || state.saturated ? "untrusted" : "trusted";
+  // Destinations first, then what carries untrusted data; bounded for the preview.
+  fields.sort((a, b) => Number(b.role === "destination") - Number(a.role === "destination"));
+  return { verdict, violations, fields: fields.slice(0, MAX_FIELDS_SHOWN) };
+}
