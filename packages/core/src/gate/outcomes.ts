@@ -10,6 +10,7 @@ import type { GateEnv } from "./env.js";
 import { foreignError, redactedPrefix } from "./foreign-text.js";
 import { createRedactor, type Redactor } from "../redactor.js";
 import { sessionState, textOf } from "../provenance/session.js";
+import type { CallProvenance } from "../provenance/types.js";
 import type { DeniedResult, ErrorResult, OkResult } from "./results.js";
 
 export type Refusal = DeniedResult | ErrorResult;
@@ -183,13 +184,15 @@ function rememberOutput(c: Pick<Runnable, "tool" | "invocationId" | "call">, out
   const state = sessionState(c.call.session);
   if (state === undefined) return;
   const { manifest } = c.tool;
+  // What a call made from untrusted data returns is untrusted too (a draft's id for a draft to someone else's address).
+  const judged = (c as { readonly provenance?: CallProvenance }).provenance;
   state.add(textOf(output), {
     kind: "output",
     toolId: manifest.id,
     family: c.tool.family,
     invocationId: c.invocationId,
     principal: c.call.principal,
-    untrusted: manifest.untrustedOutput,
+    untrusted: manifest.untrustedOutput || (judged !== undefined && judged.verdict !== "trusted"),
     ...(described === null ? {} : { described }),
   });
 }

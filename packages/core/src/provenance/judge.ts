@@ -106,6 +106,7 @@ export function judge(state: SessionState, input: unknown, rules: ProvenanceRule
   const entries: readonly SeenEntry[] = state.entries;
   const destinations = rules.destinations ?? [];
   const content = rules.content ?? [];
+  const declared = destinations.length + content.length > 0;
   const fields: FieldProvenance[] = [];
   const untrustedDestinations: string[] = [];
   const carrying: FieldProvenance[] = [];
@@ -115,6 +116,8 @@ export function judge(state: SessionState, input: unknown, rules: ProvenanceRule
   if (truncated) untrustedDestinations.push(`the input has more than ${MAX_LEAVES} strings or is nested deeper than 64: not every one could be checked`);
   for (const leaf of leaves) {
     const role = destinations.some((d) => covers(d, leaf.path)) ? "destination" : content.some((d) => covers(d, leaf.path)) ? "content" : undefined;
+    // Rules name what carries the effect and its content; the rest (times, flags, a calendar's name) is not judged.
+    if (declared && role === undefined) continue;
     const p = labelValue(leaf.value, entries, role === "destination");
     const destinationOk = role === "destination" && p.trustedDestination;
     if (p.label === "untrusted") anyUntrusted = true;

@@ -26,6 +26,7 @@ export function createDraftTool(config: GmailConfig) {
     dataClass: "personal",
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.compose] },
     runtimeIsolation: config.isolation,
+    provenance: { destinations: ["/to", "/cc", "/bcc"], content: ["/subject", "/body", "/attachments"] },
     untrustedOutput: false,
     target: (input) => `draft to ${recipientsOf(config, input).length} recipients`,
     describeResult: (output) => `draft ${output.draftId}`,

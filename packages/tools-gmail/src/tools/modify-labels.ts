@@ -53,6 +53,7 @@ export function modifyLabelsTool(config: GmailConfig) {
     reversible: true,
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.modify] },
     runtimeIsolation: config.isolation,
+    provenance: { destinations: ["/messageId"] },
     untrustedOutput: false,
     target: (input) => `message ${input.messageId}`,
     describeResult: (output) => `labels ${output.labelIds.join(", ")}`.slice(0, 256),

@@ -24,7 +24,7 @@ export function readMessageTool(config: GmailConfig) {
     runtimeIsolation: config.isolation,
     untrustedOutput: true,
     target: (input) => `message ${input.messageId}`,
-    describeResult: (output) => `message ${output.id}, ${output.body.length} characters`,
+    describeResult: (output) => `message ${output.id} from ${output.from.slice(0, 80)}, ${output.body.length} characters`,
     handler: async (input, ctx) => {
       const mail = await gmailClient(config, ctx.connector);
       const message = await callGoogle({ method: "gmail.users.messages.get", repeatable: true, write: false, signal: ctx.signal, retry: config.retry }, () =>

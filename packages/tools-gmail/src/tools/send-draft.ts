@@ -92,6 +92,7 @@ export function sendDraftTool(config: GmailConfig) {
     // drafts.send accepts gmail.compose (not gmail.send), and reading the draft for the preview needs it too.
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.compose] },
     runtimeIsolation: config.isolation,
+    provenance: { destinations: ["/draftId"] },
     untrustedOutput: false,
     target: (input) => `draft ${input.draftId}`,
     describeResult: (output) => `sent message ${output.messageId}`,

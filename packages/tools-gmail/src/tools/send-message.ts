@@ -33,6 +33,7 @@ export function sendMessageTool(config: GmailConfig) {
     requiredConsent: [SEND_CONSENT],
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.send] },
     runtimeIsolation: config.isolation,
+    provenance: { destinations: ["/to", "/cc", "/bcc"], content: ["/subject", "/body", "/attachments"] },
     untrustedOutput: false,
     target: (input) => `email to ${recipientsOf(config, input).join(", ")}`.slice(0, 256),
     describeResult: (output) => `sent message ${output.messageId}`,

@@ -40,6 +40,7 @@ export function trashMessageTool(config: GmailConfig) {
     reversible: true,
     connector: { provider: config.provider, scopes: [GMAIL_SCOPES.modify] },
     runtimeIsolation: config.isolation,
+    provenance: { destinations: ["/messageId"] },
     untrustedOutput: false,
     target: (input) => `message ${input.messageId}`,
     describeResult: (output) => `trashed ${output.messageId}`,

@@ -38,6 +38,7 @@ export function createAddCommentTool(settings: NotionSettings) {
     requiredConsent: [NOTION_WRITE_CONSENT],
     connector: connector("insert_comments"),
     runtimeIsolation: isolation,
+    provenance: { destinations: ["/pageId", "/discussionId"], content: ["/text"] },
     untrustedOutput: false,
     target: (input) => ("pageId" in input ? `page ${input.pageId}` : `discussion ${input.discussionId}`),
     describeResult: (output) => `comment ${output.id}`,

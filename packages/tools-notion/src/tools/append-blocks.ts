@@ -40,6 +40,7 @@ export function createAppendBlocksTool(settings: NotionSettings) {
     requiredConsent: [NOTION_WRITE_CONSENT],
     connector: connector("insert_content"),
     runtimeIsolation: isolation,
+    provenance: { destinations: ["/pageId"], content: ["/markdown"] },
     untrustedOutput: false,
     target: (input) => `page ${input.pageId}`,
     describeResult: (output) => `${output.blocks} blocks in ${output.requests} requests`,

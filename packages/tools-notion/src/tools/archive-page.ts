@@ -28,6 +28,7 @@ export function createArchivePageTool(settings: NotionSettings) {
     timeoutMs: 60_000,
     connector: connector("read_content", "update_content"),
     runtimeIsolation: isolation,
+    provenance: { destinations: ["/pageId"] },
     untrustedOutput: false,
     target: (input) => `page ${input.pageId}`,
     describeResult: (output) => (output.alreadyArchived ? "was already archived" : "archived"),

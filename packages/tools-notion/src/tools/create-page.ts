@@ -55,6 +55,7 @@ export function createCreatePageTool(settings: NotionSettings) {
     requiredConsent: [NOTION_WRITE_CONSENT],
     connector: connector("read_content", "insert_content"),
     runtimeIsolation: isolation,
+    provenance: { destinations: ["/parent"], content: ["/title", "/properties", "/markdown"] },
     untrustedOutput: false,
     target: (input) => `database ${"databaseId" in input.parent ? input.parent.databaseId : input.parent.dataSourceId}`,
     describeResult: (output) => `page ${output.id}${output.created ? "" : " (found from an earlier attempt)"}`,

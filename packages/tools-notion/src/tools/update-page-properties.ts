@@ -41,6 +41,7 @@ export function createUpdatePagePropertiesTool(settings: NotionSettings) {
     requiredConsent: [NOTION_WRITE_CONSENT],
     connector: connector("read_content", "update_content"),
     runtimeIsolation: isolation,
+    provenance: { destinations: ["/pageId"], content: ["/properties"] },
     untrustedOutput: false,
     target: (input) => `page ${input.pageId}`,
     describeResult: (output) => `updated ${output.updated.length} properties`,

@@ -74,6 +74,7 @@ export function applyPatchTool(rt: RepoRuntime) {
     retryable: false,
     reversible: false,
     runtimeIsolation: { ...writeIsolation, subprocess: "none" },
+    provenance: { content: ["/patch"] },
     untrustedOutput: false,
     target: (input) => `patch of ${Buffer.byteLength(input.patch)} bytes`,
     describeResult: (output) => `${output.files.length} files changed`,

@@ -104,6 +104,7 @@ export function commitTool(rt: RepoRuntime) {
     retryable: false,
     reversible: true,
     runtimeIsolation: writeIsolation,
+    provenance: { destinations: ["/paths"], content: ["/message"] },
     untrustedOutput: false,
     target: (input) => input.paths.join(", ").slice(0, 200),
     describeResult: (output) => `commit ${output.commit.slice(0, 12)} (${output.paths.length} paths)`,

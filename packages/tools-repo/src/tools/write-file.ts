@@ -56,6 +56,7 @@ export function writeFileTool(rt: RepoRuntime) {
     retryable: true,
     reversible: false,
     runtimeIsolation: { ...writeIsolation, subprocess: "none" },
+    provenance: { destinations: ["/path"], content: ["/content"] },
     untrustedOutput: false,
     target: (input) => input.path,
     describeResult: (output) => `${output.path}: ${output.bytes} bytes${output.created ? " (new)" : ""}`,
