@@ -80,7 +80,7 @@ export type AnyGate = Gate<any>;
 export interface Gate<TTool extends AnyToolManifest = AnyToolManifest> {
   /**
    * Run one tool call through the steps of `INVOKE_STEPS`, in order: resolve, freeze, kill-switch, validate,
-   * policy, replay-caller-key, preview, derive-key, replay-completed (a completed call under the
+   * policy, replay-caller-key, provenance (in a session: where the arguments came from), preview, derive-key, replay-completed (a completed call under the
    * same key replays before a human is asked — with the caller's key, before the preview too),
    * limits (the profile's rate limits and budgets, before a human is asked), approve, record-intent
    * (the grant and the limits' counts are consumed with it), run, check-output, redact-and-fence,

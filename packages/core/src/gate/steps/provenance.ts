@@ -1,5 +1,5 @@
 /**
- * Step 7: in a session, where the call's arguments came from. A side-effectful call (or one whose
+ * Between policy (and replay-caller-key) and preview: in a session, where the call's arguments came from. A side-effectful call (or one whose
  * manifest or profile names destinations) is judged against what the session has seen: a
  * destination not from trusted data is a violation, asked of a human with the provenance in the
  * preview (or refused, per the profile); a call with only trusted data may skip the manifest's
