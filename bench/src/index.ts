@@ -4,6 +4,7 @@ import { benchGateOverhead, gateTargets } from "./gate-overhead.js";
 import { benchJournalThroughput, journalTargets } from "./journal-throughput.js";
 import { benchMcpComparison, mcpTargets } from "./mcp-comparison.js";
 import { benchPostgresFleet } from "./postgres-fleet.js";
+import { benchProvenance } from "./provenance.js";
 import { benchResolveWithinRoot, pathTargets } from "./resolve-within-root.js";
 import { loadText, missingTargets, targetSummary, type TargetSpec } from "./targets.js";
 
@@ -11,6 +12,7 @@ import { loadText, missingTargets, targetSummary, type TargetSpec } from "./targ
 const sections: [string, () => Promise<string[]>, Record<string, TargetSpec>][] = [
   ["gate", benchGateOverhead, gateTargets],
   ["paths", benchResolveWithinRoot, pathTargets],
+  ["provenance", benchProvenance, {}],
   ["journal", benchJournalThroughput, journalTargets],
   ["fleet", benchPostgresFleet, {}],
   ["mcp", benchMcpComparison, mcpTargets],

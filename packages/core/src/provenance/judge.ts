@@ -3,7 +3,7 @@
  * its manifest and profile applied, and a verdict with reasons a human can read.
  */
 import { labelValue, type ValueProvenance } from "./label.js";
-import type { SeenEntry, SessionState } from "./session.js";
+import type { SessionState } from "./session.js";
 import type { FieldProvenance, ProvenanceRules, ProvenanceSource, ProvenanceVerdict } from "./types.js";
 
 export type { CallProvenance, ProvenanceRules } from "./types.js";
@@ -103,7 +103,7 @@ const shorten = (s: string) => (s.length > MAX_FOUND_CHARS ? `${s.slice(0, MAX_F
 
 /** Judge `input` under `rules` against the session. */
 export function judge(state: SessionState, input: unknown, rules: ProvenanceRules): Judgement {
-  const entries: readonly SeenEntry[] = state.entries;
+  state.prepare();
   const destinations = rules.destinations ?? [];
   const content = rules.content ?? [];
   const declared = destinations.length + content.length > 0;
@@ -118,7 +118,7 @@ export function judge(state: SessionState, input: unknown, rules: ProvenanceRule
     const role = destinations.some((d) => covers(d, leaf.path)) ? "destination" : content.some((d) => covers(d, leaf.path)) ? "content" : undefined;
     // Rules name what carries the effect and its content; the rest (times, flags, a calendar's name) is not judged.
     if (declared && role === undefined) continue;
-    const p = labelValue(leaf.value, entries, role === "destination");
+    const p = labelValue(leaf.value, state, role === "destination");
     const destinationOk = role === "destination" && p.trustedDestination;
     if (p.label === "untrusted") anyUntrusted = true;
     if (role !== "destination" && p.label !== "untrusted") continue; // new or trusted strings that are not destinations say nothing

@@ -6,7 +6,8 @@
  */
 import { atoms, containsBounded } from "./derive.js";
 import { fingerprints, K, normalizeForMatch } from "./fingerprint.js";
-import type { SeenEntry } from "./session.js";
+import type { SeenIndex } from "./seen-index.js";
+import type { SeenEntry, SessionState } from "./session.js";
 import type { ProvenanceLabel } from "./types.js";
 
 export interface ValueProvenance {
@@ -22,11 +23,12 @@ export interface ValueProvenance {
 const NOTHING: ValueProvenance = Object.freeze({ label: "new", trustedDestination: false, trustedFrom: [], untrustedFrom: [], found: [] });
 
 /** `destination`: a short value copied whole from untrusted text counts (an id, a name); elsewhere a short word shared by chance does not. */
-export function labelValue(value: string, entries: readonly SeenEntry[], destination: boolean): ValueProvenance {
+export function labelValue(value: string, state: SessionState, destination: boolean): ValueProvenance {
   const normalized = normalizeForMatch(value);
   if (normalized === "") return NOTHING;
   const prints = normalized.length >= K ? fingerprints(normalized) : new Set<number>();
   const valueAtoms = atoms(normalized);
+  const entries = [...candidates(state.host, normalized, prints, valueAtoms), ...candidates(state.outputs, normalized, prints, valueAtoms)];
   const trustedFrom: SeenEntry[] = [];
   const trustedAtoms = new Set<string>();
   const trustedPrints = new Set<number>();
@@ -64,4 +66,13 @@ export function labelValue(value: string, entries: readonly SeenEntry[], destina
   if (untrustedFrom.length > 0) return { label: "untrusted", trustedDestination, trustedFrom, untrustedFrom, found: [...found] };
   if (allAtomsTrusted) return { label: "trusted", trustedDestination, trustedFrom, untrustedFrom, found: [] };
   return { label: "new", trustedDestination, trustedFrom, untrustedFrom, found: [] };
+}
+
+/** The texts of `index` that hold the value, one of its atoms or one of its fingerprints, in the order seen. */
+function candidates(index: SeenIndex<SeenEntry>, normalized: string, prints: ReadonlySet<number>, valueAtoms: ReadonlySet<string>): SeenEntry[] {
+  const ids = new Set<number>();
+  index.containing(normalized, ids);
+  for (const a of valueAtoms) index.containing(a, ids);
+  index.sharing(prints, ids);
+  return [...ids].sort((a, b) => a - b).map((id) => index.entries[id]!);
 }

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { ToolError } from "../errors.js";
 import { prepareText, type PreparedText } from "./derive.js";
+import { SeenIndex } from "./seen-index.js";
 import type { ProvenanceSource } from "./types.js";
 
 /** A text the host trusts: the user's own instructions, operator-configured contacts or resources. */
@@ -43,12 +44,18 @@ export interface SeenEntry extends PreparedText {
 const DEFAULT_MAX_CHARS = 16 * 1024 * 1024;
 const MAX_TEXT_CHARS = 1024 * 1024; // one output's text beyond this is kept to this length, and the session marked saturated
 const MAX_LABEL = 64;
+const MEMBER_NAME = /^[A-Za-z_$][A-Za-z0-9_$]{0,31}$/;
 
 export class SessionState {
-  readonly entries: SeenEntry[] = [];
+  /** What the host declared trusted (few, short: looked at whole for every value). */
+  readonly host = new SeenIndex<SeenEntry>();
+  /** Every output returned in the session. */
+  readonly outputs = new SeenIndex<SeenEntry>();
   chars = 0;
   saturated = false;
   #count = 0;
+  /** Texts not yet normalised and fingerprinted: that work waits for the next call judged (a session of reads never pays it). */
+  #pending: { text: string; source: ProvenanceSource }[] = [];
   constructor(
     readonly id: string,
     readonly maxChars: number,
@@ -66,9 +73,22 @@ export class SessionState {
       this.saturated = true;
       return;
     }
-    const prepared = prepareText({ id: `${this.id}#${++this.#count}`, text: kept });
-    this.chars += prepared.normalized.length;
-    this.entries.push({ ...prepared, source });
+    this.chars += kept.length;
+    this.#pending.push({ text: kept, source });
+  }
+
+  /** Prepare what was added since the last call judged; then `host` and `outputs` hold everything seen. */
+  prepare(): this {
+    for (const { text, source } of this.#pending) {
+      const prepared = prepareText({ id: `${this.id}#${++this.#count}`, text });
+      (source.kind === "trusted" ? this.host : this.outputs).add({ ...prepared, source });
+    }
+    this.#pending = [];
+    return this;
+  }
+
+  get texts(): number {
+    return this.host.entries.length + this.outputs.entries.length + this.#pending.length;
   }
 }
 
@@ -97,7 +117,7 @@ export function openSession(options: SessionOptions = {}): ProvenanceSession {
   const session: ProvenanceSession = Object.freeze({
     id,
     trust,
-    stats: () => ({ texts: state.entries.length, chars: state.chars, saturated: state.saturated }),
+    stats: () => ({ texts: state.texts, chars: state.chars, saturated: state.saturated }),
   });
   states.set(session, state);
   return session;
@@ -123,9 +143,9 @@ export function textOf(value: unknown, limit = MAX_TEXT_CHARS + 1): string {
     } else if (Array.isArray(v)) {
       for (const item of v) walk(item, depth + 1);
     } else if (v !== null && typeof v === "object") {
-      // Keys too: output keyed by an address or an id carries it as much as a value does.
+      // Keys too: output keyed by an address or an id carries it as much as a value does (a schema's own member names do not).
       for (const [key, item] of Object.entries(v)) {
-        walk(key, depth + 1);
+        if (!MEMBER_NAME.test(key)) walk(key, depth + 1);
         walk(item, depth + 1);
       }
     }
