@@ -2,7 +2,7 @@
 import { canonicalJson } from "../canonical-json.js";
 import { ToolError, type EffectBoundary } from "../errors.js";
 import type { JournalReceipt } from "../journal/types.js";
-import type { AnyToolManifest } from "../manifest.js";
+import { isSideEffectful, type AnyToolManifest } from "../manifest.js";
 import { fenceUntrusted, type InjectionFinding } from "../untrusted.js";
 import type { CallStart, EditedCall, Runnable } from "./call-state.js";
 import { withEditNotice } from "./edit-notice.js";
@@ -184,15 +184,17 @@ function rememberOutput(c: Pick<Runnable, "tool" | "invocationId" | "call">, out
   const state = sessionState(c.call.session);
   if (state === undefined) return;
   const { manifest } = c.tool;
-  // What a call made from untrusted data returns is untrusted too (a draft's id for a draft to someone else's address).
+  // What a call made from untrusted data returns is untrusted too (a draft's id for a draft to someone else's address);
+  // a call that would be judged but was not (a replay under the caller's key, answered before the judgement) is taken as such.
   const judged = (c as { readonly provenance?: CallProvenance }).provenance;
+  const unjudged = judged === undefined && (isSideEffectful(manifest.effect) || manifest.provenance !== undefined);
   state.add(textOf(output), {
     kind: "output",
     toolId: manifest.id,
     family: c.tool.family,
     invocationId: c.invocationId,
     principal: c.call.principal,
-    untrusted: manifest.untrustedOutput || (judged !== undefined && judged.verdict !== "trusted"),
+    untrusted: manifest.untrustedOutput || unjudged || (judged !== undefined && judged.verdict !== "trusted"),
     ...(described === null ? {} : { described }),
   });
 }
