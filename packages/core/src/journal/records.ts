@@ -30,7 +30,7 @@ const SourceSchema = z.object({
 });
 const ProvenanceSchema = z.object({
   session: text,
-  verdict: z.enum(["trusted", "untrusted", "violation"]),
+  verdict: z.enum(["trusted", "new", "untrusted", "violation"]),
   action: z.enum(["none", "escalated", "refused", "waived"]),
   violations: z.array(text),
   fields: z.array(

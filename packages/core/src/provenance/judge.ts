@@ -111,6 +111,8 @@ export function judge(state: SessionState, input: unknown, rules: ProvenanceRule
   const untrustedDestinations: string[] = [];
   const carrying: FieldProvenance[] = [];
   let anyUntrusted = false;
+  // Every judged value from trusted data (destinations as destinations): what lets a call skip its approval.
+  let allTrusted = true;
   const { leaves, truncated } = leavesOf(input);
   // What could not be looked at is not trusted: a destination past the bound would go unchecked.
   if (truncated) untrustedDestinations.push(`the input has more than ${MAX_LEAVES} strings or is nested deeper than 64: not every one could be checked`);
@@ -121,7 +123,8 @@ export function judge(state: SessionState, input: unknown, rules: ProvenanceRule
     const p = labelValue(leaf.value, state, role === "destination");
     const destinationOk = role === "destination" && p.trustedDestination;
     if (p.label === "untrusted") anyUntrusted = true;
-    if (role !== "destination" && p.label !== "untrusted") continue; // new or trusted strings that are not destinations say nothing
+    if (!(role === "destination" ? destinationOk : p.label === "trusted")) allTrusted = false;
+    if (role !== "destination" && p.label === "trusted") continue; // trusted content says nothing a human needs
     const sources = [...p.untrustedFrom, ...p.trustedFrom].slice(0, MAX_SOURCES).map((e) => e.source);
     const field: FieldProvenance = {
       path: leaf.path,
@@ -139,8 +142,9 @@ export function judge(state: SessionState, input: unknown, rules: ProvenanceRule
   if (untrustedDestinations.length > 0) {
     for (const f of carrying) if (f.role === "content") violations.push(`${f.why}, to a destination not from trusted data`);
   }
-  const verdict: ProvenanceVerdict = violations.length > 0 ? "violation" : anyUntrusted || state.saturated ? "untrusted" : "trusted";
-  // Destinations first, then what carries untrusted data; bounded for the preview.
-  fields.sort((a, b) => Number(b.role === "destination") - Number(a.role === "destination"));
+  const verdict: ProvenanceVerdict = violations.length > 0 ? "violation" : anyUntrusted || state.saturated ? "untrusted" : allTrusted ? "trusted" : "new";
+  // Destinations first, then what carries untrusted data, then what is new; bounded for the preview.
+  const rank = (f: FieldProvenance) => (f.role === "destination" ? 0 : f.label === "untrusted" ? 1 : 2);
+  fields.sort((a, b) => rank(a) - rank(b));
   return { verdict, violations, fields: fields.slice(0, MAX_FIELDS_SHOWN) };
 }

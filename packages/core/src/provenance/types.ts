@@ -39,11 +39,12 @@ export interface FieldProvenance {
 }
 
 /**
- * The verdict on a call: `trusted` (every destination from trusted data, nothing untrusted in any
- * argument), `untrusted` (untrusted data present, no rule broken: the manifest's approval rule
- * applies), `violation` (a rule broken: asked or refused per the profile).
+ * The verdict on a call: `trusted` (every judged value from trusted data: what the user or the
+ * operator said, copied), `new` (nothing untrusted, but something no trusted text holds: what the
+ * model wrote itself), `untrusted` (untrusted data present, no rule broken), `violation` (a rule
+ * broken: asked or refused per the profile). Only `trusted` may skip the manifest's approval.
  */
-export type ProvenanceVerdict = "trusted" | "untrusted" | "violation";
+export type ProvenanceVerdict = "trusted" | "new" | "untrusted" | "violation";
 
 /** What the provenance step decided, as the journal, the preview and the traces show it. */
 export interface CallProvenance {
@@ -53,7 +54,7 @@ export interface CallProvenance {
   readonly action: "none" | "escalated" | "refused" | "waived";
   /** The rules broken, in words. */
   readonly violations: readonly string[];
-  /** Destinations and strings carrying untrusted data (new strings that are not destinations are left out). */
+  /** Destinations, then strings carrying untrusted data, then new ones (trusted content is left out). */
   readonly fields: readonly FieldProvenance[];
 }
 

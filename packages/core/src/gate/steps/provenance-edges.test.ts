@@ -22,8 +22,8 @@ describe("provenance at the edges of a session", () => {
     expect(result.status).toBe("approval_required");
     if (result.status === "approval_required") expect(result.preview.provenance).toMatchObject({ verdict: "violation" });
     expect(sent).toEqual([]);
-    // The same route with the model's own words: the id is from a trusted call's output, and the send skips approval.
-    const clean = await gate.invoke("mail.stash", { text: "my own reminder" }, call);
+    // The same route with the user's own words: the id is from a trusted call's output, and the send skips approval.
+    const clean = await gate.invoke("mail.stash", { text: "the meeting moved to Friday" }, call);
     const cleanId = (clean as { output: { id: string } }).output.id;
     expect(await gate.invoke("mail.send_stash", { id: cleanId }, call)).toMatchObject({ status: "ok" });
     const checked = (await events(journal, "provenance.checked")).map((e) => `${e.provenance.verdict}/${e.provenance.action}`);
@@ -50,6 +50,23 @@ describe("provenance at the edges of a session", () => {
     if (result.status === "approval_required") expect(result.preview.provenance!.violations[0]).toMatch(/more than 2000 strings/);
   });
 
+  it("what the model wrote itself is new, not trusted: it never skips the approval", async () => {
+    const { gate, call } = setup({ provenance: { trustedSkipsApproval: true } });
+    for (const body of ["Hi Bob, see you Friday.", ""]) {
+      const result = await gate.invoke("mail.send", { to: ["bob@team.test"], subject: "Minutes", body }, call);
+      expect(result.status, body).toBe("approval_required");
+      if (result.status === "approval_required") expect(result.preview.provenance).toMatchObject({ verdict: "new", action: "none" });
+    }
+  });
+
+  it("a destructive call is never waived, however trusted its arguments (an injection can ask for one with trusted data alone)", async () => {
+    const { gate, call, sent } = setup({ provenance: { trustedSkipsApproval: true } });
+    const result = await gate.invoke("mail.shred", { to: ["bob@team.test"], subject: "Minutes", body: "The meeting moved to Friday." }, call);
+    expect(result.status).toBe("approval_required");
+    if (result.status === "approval_required") expect(result.preview.provenance).toMatchObject({ verdict: "trusted", action: "none" });
+    expect(sent).toEqual([]);
+  });
+
   it("a profile that wants two approvers for the tool never waives it, however trusted the call", async () => {
     const { gate, call } = setup({ provenance: { trustedSkipsApproval: true }, twoPersonFrom: "medium" });
     const result = await gate.invoke("mail.send", { to: ["bob@team.test"], subject: "Minutes", body: "Friday." }, call);
@@ -61,7 +78,7 @@ describe("provenance at the edges of a session", () => {
     const { gate, call, session } = setup({ provenance: { trustedSkipsApproval: true } });
     const before = await gate.invoke("mail.send", { to: ["carol@team.test"], subject: "Hi", body: "Hello." }, call);
     expect(before.status).toBe("approval_required");
-    session.trust("Also write to carol@team.test", "user");
-    expect(await gate.invoke("mail.send", { to: ["carol@team.test"], subject: "Hi", body: "Hello again." }, call)).toMatchObject({ status: "ok" });
+    session.trust("Also write to carol@team.test: Hello again.", "user");
+    expect(await gate.invoke("mail.send", { to: ["carol@team.test"], subject: "Hello again.", body: "Hello again." }, call)).toMatchObject({ status: "ok" });
   });
 });

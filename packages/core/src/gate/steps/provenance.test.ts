@@ -111,8 +111,10 @@ describe("provenance: a destination from someone else's text needs a human", () 
   it("a destination the profile adds is checked for a tool that declares none", async () => {
     const bare = setup({ provenance: { trustedSkipsApproval: true } });
     await bare.gate.invoke("mail.read", {}, bare.call);
-    // Without rules, a new recipient is no violation; with nothing untrusted in it the call is trusted and skips.
-    expect((await bare.gate.invoke("mail.note", { to: ["x@nowhere.test"], subject: "s", body: "b" }, bare.call)).status).toBe("ok");
+    // Without rules, a new recipient is no violation: the call is new (the model's own words), and asks as its manifest says.
+    const bareResult = await bare.gate.invoke("mail.note", { to: ["x@nowhere.test"], subject: "s", body: "b" }, bare.call);
+    expect(bareResult.status).toBe("approval_required");
+    if (bareResult.status === "approval_required") expect(bareResult.preview.provenance).toMatchObject({ verdict: "new", action: "none", violations: [] });
     const ruled = setup({ provenance: { onViolation: "refuse", tools: { "mail.note": { destinations: ["/to"] } } } });
     expect(await ruled.gate.invoke("mail.note", { to: ["x@nowhere.test"], subject: "s", body: "b" }, ruled.call)).toMatchObject({
       code: "provenance_refused",

@@ -31,17 +31,22 @@ export const provenance: Step<Authorized, Judged> = {
     const settings = c.call.profile.provenance;
     let action: CallProvenance["action"] = "none";
     if (judged.verdict === "violation") action = settings?.onViolation === "refuse" ? "refused" : next.manifestAsks ? "none" : "escalated";
-    // Two approvers asked for by the profile are never waived: the operator wants humans on these.
-    else if (judged.verdict === "trusted" && next.manifestAsks && settings?.trustedSkipsApproval === true && approvalsNeeded(c) === 1) action = "waived";
+    // Only what the user or operator said, copied, skips a human; never a destructive call (an injection may ask
+    // for one with trusted data alone: archive the page the operator named), nor one the profile wants two approvers for.
+    else if (judged.verdict === "trusted" && next.manifestAsks && settings?.trustedSkipsApproval === true && waivable(c)) action = "waived";
     next.provenance = Object.freeze({ session: state.id, action, ...judged });
     if (action === "refused") {
       const message = `${c.manifest.id} refused under profile ${c.call.profile.name}: ${judged.violations.join("; ")}`;
       return refuse(env, c, "denied", new ToolError("provenance_refused", message, { details: { provenance: next.provenance } }));
     }
-    if (action === "none" && judged.verdict === "trusted") return next;
+    if (action === "none" && (judged.verdict === "trusted" || judged.verdict === "new")) return next;
     return journaled(next, env);
   },
 };
+
+function waivable(c: Authorized): boolean {
+  return c.manifest.effect !== "destructive" && approvalsNeeded(c) === 1;
+}
 
 /** Escalations, waivers and calls carrying untrusted data are journaled before anything is asked or run. */
 async function journaled(c: Judged, env: GateEnv): Promise<Judged> {
