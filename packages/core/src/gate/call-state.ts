@@ -64,6 +64,8 @@ export interface BuiltPreview {
 
 export interface Previewed extends Judged {
   readonly approval: BuiltPreview | undefined;
+  /** A call provenance let run without its approval: the plan of the preview nobody was asked about. */
+  readonly waivedPlan?: unknown;
 }
 
 /** The idempotency key: the one the caller sees, and the journal's (scoped to tenant and principal). */

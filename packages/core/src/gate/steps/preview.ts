@@ -21,6 +21,7 @@ export const preview: Step<Judged, Previewed> = {
   run(c, env) {
     const action = c.provenance?.action;
     // A human is asked when the manifest says so (unless provenance waived it) or provenance escalated the call.
+    if (action === "waived" && c.manifest.preview) return planOnly(c, env);
     if (action === "waived" || (!c.manifestAsks && action !== "escalated")) return c as Previewed; // approval stays undefined
     return previewForApproval(c, env);
   },
@@ -44,6 +45,14 @@ async function previewForApproval(c: Judged, env: GateEnv): Promise<Previewed | 
   // What a preview throws may quote what it read (someone else's event, a draft): fenced for the model.
   if (ToolError.is(built)) return refuse(env, c, "error", built, { foreign: thrownByPreview.has(built) });
   (c as Writable<Previewed>).approval = withProvenance(env, c, built);
+  return c as Previewed;
+}
+
+/** A waived call asks nobody, but its body may need the plan its preview fixes (the exact bytes to send). */
+async function planOnly(c: Judged, env: GateEnv): Promise<Previewed | InvokeResult<unknown>> {
+  const built = await buildPreview(env, c);
+  if (ToolError.is(built)) return refuse(env, c, "error", built, { foreign: thrownByPreview.has(built) });
+  (c as Writable<Previewed>).waivedPlan = built.plan;
   return c as Previewed;
 }
 

@@ -59,6 +59,13 @@ describe("provenance at the edges of a session", () => {
     }
   });
 
+  it("a call that skips its approval still gets the plan its preview fixes (nobody is asked; the body runs what the preview built)", async () => {
+    const { gate, call, sent } = setup({ provenance: { trustedSkipsApproval: true } });
+    const input = { to: ["bob@team.test"], subject: "Minutes", body: "The meeting moved to Friday." };
+    expect(await gate.invoke("mail.planned", input, call)).toMatchObject({ status: "ok" });
+    expect(sent).toEqual([input]);
+  });
+
   it("a destructive call is never waived, however trusted its arguments (an injection can ask for one with trusted data alone)", async () => {
     const { gate, call, sent } = setup({ provenance: { trustedSkipsApproval: true } });
     const result = await gate.invoke("mail.shred", { to: ["bob@team.test"], subject: "Minutes", body: "The meeting moved to Friday." }, call);

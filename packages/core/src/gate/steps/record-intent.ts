@@ -24,7 +24,7 @@ export const recordIntent: Step<Approved, Intended> = {
   name: "record-intent",
   run(c, env) {
     const next = c as Writable<Intended>;
-    next.plan = c.approval?.plan;
+    next.plan = c.approval?.plan ?? c.waivedPlan;
     if (c.usesOutbox) return beginIntent(next, env);
     if (c.grant) return consumeGrantAlone(next, c.grant, env);
     if (c.charges) return chargeAlone(next, c.charges, env);
