@@ -328,6 +328,7 @@ const ENTRY_POINTS = {
       "Inventory",
       "InventoryEntry",
       "InventoryLimit",
+      "InventoryProvenance",
       "JournalRowProblem",
       "JournalRowsVerdict",
       "KillSwitch",

@@ -1,8 +1,11 @@
 import { pointerSegment, pointerSegments } from "./edit-fields.js";
 import { editableFor } from "./gate/edit-allowance.js";
 import { limitsFor } from "./limits/match.js";
+import { isSideEffectful, riskRank, type AnyToolManifest } from "./manifest.js";
 import { evaluatePolicy } from "./policy.js";
 import type { Profile } from "./profile.js";
+import { mergeRules } from "./provenance/judge.js";
+import type { ProvenanceRules } from "./provenance/types.js";
 import { registryInternals, type ToolDescriptor, type ToolRegistry } from "./registry.js";
 
 export interface BuildInventoryOptions {
@@ -32,6 +35,30 @@ export interface InventoryEntry extends ToolDescriptor {
     readonly profiles: readonly { readonly profile: string; readonly fields: false | readonly string[] }[];
     readonly warnings: readonly string[];
   };
+  /**
+   * What provenance does with its calls made in a session (`gate.openSession`): the manifest's rules
+   * (`null`: none declared), and for each reaching profile under which its calls are judged (a
+   * write or destructive tool, or one with rules) what that profile makes of a judgement.
+   */
+  readonly provenance: {
+    readonly rules: ProvenanceRules | null;
+    readonly profiles: readonly InventoryProvenance[];
+  };
+}
+
+/** Provenance for one tool under one profile, as the gate's provenance step applies it. */
+export interface InventoryProvenance {
+  readonly profile: string;
+  /** A destination not from trusted data: asked of a human (`ask`, the default) or refused. */
+  readonly onViolation: "ask" | "refuse";
+  /** The profile lets calls whose every judged value is trusted skip the manifest's approval. */
+  readonly trustedSkipsApproval: boolean;
+  /** Whether that can happen for this tool: never a destructive one, a tool that never asks, nor one two approvers must approve. */
+  readonly waivable: boolean;
+  /** The rules in force: the manifest's, with the profile's for the tool id and for `family.*` added. */
+  readonly rules: { readonly destinations: readonly string[]; readonly content: readonly string[] };
+  /** The pointers the profile adds to the manifest's (empty when it adds none). */
+  readonly added: { readonly destinations: readonly string[]; readonly content: readonly string[] };
 }
 
 /** One limit of one profile on a tool: a window (`per`, `max`, `windowMs`) or calls in flight per worker (`maxConcurrent`). */
@@ -78,6 +105,7 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
       const limits: InventoryLimit[] = [];
       const fields = editableFor(manifest, undefined);
       const narrowed: { profile: string; fields: false | readonly string[] }[] = [];
+      const judged: InventoryProvenance[] = [];
       for (const profile of profiles) {
         const decision = evaluatePolicy(manifest, profile);
         if (decision.kind !== "allow") {
@@ -87,6 +115,8 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
         reachableBy.push(profile.name);
         const own = editableFor(manifest, profile);
         if (JSON.stringify(own) !== JSON.stringify(fields)) narrowed.push({ profile: profile.name, fields: own });
+        const underProfile = provenanceUnder(manifest, descriptor.family, profile);
+        if (underProfile !== undefined) judged.push(underProfile);
         for (const l of limitsFor(profile, manifest.id))
           limits.push(
             l.kind === "window"
@@ -102,8 +132,32 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
         refusedBy,
         limits,
         edits: { fields, profiles: narrowed, warnings: idWarnings(fields, descriptor.inputSchema) },
+        provenance: { rules: manifest.provenance ?? null, profiles: judged },
       };
     }),
+  };
+}
+
+/**
+ * What the provenance step does with this tool's calls under `profile` (the step's own merge: the
+ * manifest's rules, the profile's for the tool id, then for `family.*`); undefined when its calls
+ * are not judged (neither a write nor destructive, and no rules).
+ */
+function provenanceUnder(manifest: AnyToolManifest, family: string, profile: Profile): InventoryProvenance | undefined {
+  const extra = profile.provenance?.tools;
+  const added = mergeRules(extra?.[manifest.id], extra?.[`${family}.*`]);
+  const rules = mergeRules(manifest.provenance, added);
+  const declared = (rules.destinations?.length ?? 0) + (rules.content?.length ?? 0) > 0;
+  if (!isSideEffectful(manifest.effect) && !declared) return undefined;
+  const trustedSkipsApproval = profile.provenance?.trustedSkipsApproval === true;
+  const twoApprovers = profile.twoPersonFrom !== undefined && riskRank(manifest.risk) >= riskRank(profile.twoPersonFrom);
+  return {
+    profile: profile.name,
+    onViolation: profile.provenance?.onViolation ?? "ask",
+    trustedSkipsApproval,
+    waivable: trustedSkipsApproval && manifest.approval !== "never" && manifest.effect !== "destructive" && !twoApprovers,
+    rules: { destinations: rules.destinations ?? [], content: rules.content ?? [] },
+    added: { destinations: added.destinations ?? [], content: added.content ?? [] },
   };
 }
 

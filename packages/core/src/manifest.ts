@@ -389,7 +389,7 @@ function manifestProblems(d: UncheckedDefinition): string[] {
   if (d.target !== undefined && typeof d.target !== "function") problems.push("target must be a function");
   if (d.describeResult !== undefined && typeof d.describeResult !== "function") problems.push("describeResult must be a function");
   if (d.edits !== undefined) problems.push(...editsProblems(d.edits, () => jsonSchemaOf(d.input, "input")));
-  problems.push(...rulesProblems(d.provenance, "provenance"));
+  problems.push(...rulesProblems(d.provenance, "provenance", true));
   return problems;
 }
 

@@ -1,4 +1,4 @@
-import type { Inventory, InventoryEntry, InventoryLimit } from "./inventory.js";
+import type { Inventory, InventoryEntry, InventoryLimit, InventoryProvenance } from "./inventory.js";
 import { durationText } from "./limits/window.js";
 
 /** One generated Markdown page. */
@@ -71,6 +71,7 @@ function toolSection(t: InventoryEntry, withProfiles: boolean): string[] {
     `| Consent required | ${t.requiredConsent.map(code).join(", ") || "none"} |`,
     `| Connector scopes | ${t.connector ? `${code(t.connector.provider)}: ${t.connector.scopes.map(code).join(", ")}` : "none"} |`,
     `| Isolation | network ${code(t.runtimeIsolation.network)}, filesystem ${code(t.runtimeIsolation.filesystem)}, secrets ${code(t.runtimeIsolation.secrets)}, subprocess ${code(t.runtimeIsolation.subprocess)}${t.runtimeIsolation.notes ? ` — ${escapeCell(t.runtimeIsolation.notes)}` : ""} |`,
+    ...provenanceRow(t),
     `| Output | ${t.untrustedOutput ? "untrusted: scanned for injection and fenced before the model sees it" : "trusted (produced by the tool itself)"} |`,
     `| Visibility | ${t.visibility} |`,
     ...(withProfiles
@@ -78,6 +79,7 @@ function toolSection(t: InventoryEntry, withProfiles: boolean): string[] {
           `| Reachable by | ${t.reachableBy.map(code).join(", ") || "no profile"} |`,
           ...(t.refusedBy.length > 0 ? [`| Refused for | ${t.refusedBy.map((r) => `${code(r.profile)} (${escapeCell(r.reason)})`).join("; ")} |`] : []),
           ...(t.limits.length > 0 ? [`| Limits | ${t.limits.map(limitText).join("; ")} |`] : []),
+          ...(t.provenance.profiles.length > 0 ? [`| Provenance per profile | ${t.provenance.profiles.map(provenanceProfileText).join("; ")} |`] : []),
           ...(t.approval !== "never" && t.edits.profiles.length > 0
             ? [`| Edits per profile | ${t.edits.profiles.map((p) => `${code(p.profile)}: ${editsText(p.fields)}`).join("; ")} |`]
             : []),
@@ -116,6 +118,42 @@ function limitText(l: InventoryLimit): string {
   return `${code(l.profile)}: ${what} (${code(escapeCell(l.limit))})`;
 }
 
+const pointers = (list: readonly string[] | undefined): string => (list ?? []).map((p) => code(escapeCell(p))).join(", ");
+
+/** The manifest's provenance rules: "destinations `/to`; content `/body`", or what a session does without them. */
+function provenanceRow(t: InventoryEntry): string[] {
+  const { rules } = t.provenance;
+  const parts = [
+    ...(rules?.destinations?.length ? [`destinations ${pointers(rules.destinations)}`] : []),
+    ...(rules?.content?.length ? [`content ${pointers(rules.content)}`] : []),
+  ];
+  if (parts.length > 0) {
+    const what = [
+      ...(rules?.destinations?.length ? ["a destination not from trusted data is a violation (asked of a human, or refused per the profile)"] : []),
+      ...(rules?.content?.length
+        ? [
+            rules.destinations?.length
+              ? "content from someone else goes only to trusted destinations"
+              : "content from someone else is shown to the approver (no destination declared: never a violation)",
+          ]
+        : []),
+    ];
+    return [`| Provenance | ${parts.join("; ")} — in a session, ${what.join(", and ")} |`];
+  }
+  if (t.mutates) return ["| Provenance | no rules declared: in a session its strings are judged and shown to the approver; no destination is checked |"];
+  return [];
+}
+
+/** `assistant`: a violation is asked of a human; trusted calls skip the approval; adds destinations `/x`. */
+function provenanceProfileText(p: InventoryProvenance): string {
+  const parts = [p.onViolation === "refuse" ? "a violation is refused" : "a violation is asked of a human"];
+  if (p.waivable) parts.push("a call with only trusted data skips the approval");
+  else if (p.trustedSkipsApproval) parts.push("trusted calls skip approval, but not this tool's");
+  if (p.added.destinations.length > 0) parts.push(`adds destinations ${pointers(p.added.destinations)}`);
+  if (p.added.content.length > 0) parts.push(`adds content ${pointers(p.added.content)}`);
+  return `${code(p.profile)}: ${parts.join(", ")}`;
+}
+
 function approvalText(t: InventoryEntry): string {
   switch (t.approval) {
     case "never":
@@ -147,6 +185,8 @@ function inspectList(t: InventoryEntry): string[] {
   if (t.connector)
     items.push(`the connection for ${code(t.connector.provider)} grants exactly ${t.connector.scopes.map(code).join(", ")} (or more, knowingly)`);
   if (t.untrustedOutput) items.push("`output.flagged` events: content someone else wrote that reads like instructions");
+  if (t.provenance.profiles.length > 0)
+    items.push("`provenance.checked` events: calls in a session whose arguments carry data from someone else, escalated, refused or let run without approval");
   if (t.limits.some((l) => l.windowMs !== undefined))
     items.push("`limit.charged` events and `rate_limited` refusals: `toolgate budgets` shows what each limit has used and when the next call fits");
   if (t.runtimeIsolation.subprocess !== "none")

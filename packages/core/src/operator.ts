@@ -13,7 +13,7 @@ export type { JournalRowsVerdict, JournalRowProblem, PruneJournalOptions, PruneR
 export type { RowProblem } from "./journal/sealed-rows.js";
 export type { CallProvenance, FieldProvenance, ProvenanceRules, ProvenanceSource } from "./provenance/types.js";
 export { buildInventory } from "./inventory.js";
-export type { Inventory, InventoryEntry, InventoryLimit, BuildInventoryOptions } from "./inventory.js";
+export type { Inventory, InventoryEntry, InventoryLimit, InventoryProvenance, BuildInventoryOptions } from "./inventory.js";
 export { renderOperatorDocs } from "./operator-docs.js";
 export type { OperatorDocPage } from "./operator-docs.js";
 export { readLimitUsage } from "./limits/usage.js";

@@ -53,6 +53,8 @@ export interface Judged extends Authorized {
   readonly provenance: CallProvenance | undefined;
   /** The manifest's approval rule asks a human for this input (decided once, by the provenance step). */
   readonly manifestAsks: boolean;
+  /** In a session, a read whose output the manifest calls trusted: whether its input was trusted (else its output is not). */
+  readonly inputTrusted?: boolean;
 }
 
 /** What a human approves, when the tool asks for one; `plan` is handed to the body. */
@@ -159,6 +161,7 @@ export function startCall(invocationId: string, requestedId: string, input: unkn
     authorized: undefined,
     provenance: undefined,
     manifestAsks: undefined,
+    inputTrusted: undefined,
     approval: undefined,
     visibleKey: undefined,
     key: undefined,

@@ -2,7 +2,7 @@
 import { canonicalJson } from "../canonical-json.js";
 import { ToolError, type EffectBoundary } from "../errors.js";
 import type { JournalReceipt } from "../journal/types.js";
-import { isSideEffectful, type AnyToolManifest } from "../manifest.js";
+import type { AnyToolManifest } from "../manifest.js";
 import { fenceUntrusted, type InjectionFinding } from "../untrusted.js";
 import type { CallStart, EditedCall, Runnable } from "./call-state.js";
 import { withEditNotice } from "./edit-notice.js";
@@ -184,17 +184,18 @@ function rememberOutput(c: Pick<Runnable, "tool" | "invocationId" | "call">, out
   const state = sessionState(c.call.session);
   if (state === undefined) return;
   const { manifest } = c.tool;
-  // What a call made from untrusted data returns is untrusted too (a draft's id for a draft to someone else's address);
-  // a call that would be judged but was not (a replay under the caller's key, answered before the judgement) is taken as such.
+  // A trusted output is one the manifest calls trusted from a call whose input was trusted: what a call made from
+  // untrusted data returns is untrusted (a draft's id for a draft to someone else's address, a read echoing an
+  // injected address); a call answered before it was judged (a replay under the caller's key) counts as untrusted.
   const judged = (c as { readonly provenance?: CallProvenance }).provenance;
-  const unjudged = judged === undefined && (isSideEffectful(manifest.effect) || manifest.provenance !== undefined);
+  const inputTrusted = judged !== undefined ? judged.verdict === "trusted" : (c as { readonly inputTrusted?: boolean }).inputTrusted === true;
   state.add(textOf(output), {
     kind: "output",
     toolId: manifest.id,
     family: c.tool.family,
     invocationId: c.invocationId,
     principal: c.call.principal,
-    untrusted: manifest.untrustedOutput || unjudged || (judged !== undefined && judged.verdict !== "trusted"),
+    untrusted: manifest.untrustedOutput || !inputTrusted,
     ...(described === null ? {} : { described }),
   });
 }

@@ -20,6 +20,14 @@ const INVISIBLE =
 // Quotes, backticks, emphasis and list or quote markers: a model wraps or unwraps text in them.
 const MARKS = /["'`*_~>\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u00ab\u00bb\u2039\u203a\u300c\u300d]/g;
 
+/**
+ * The text as a destination is compared: NFKC, invisible characters removed, lower case, white
+ * space runs as one space, trimmed — nothing else, so `j_smith@` and `jsmith@` stay two mailboxes.
+ */
+export function normalizeStrict(text: string): string {
+  return text.normalize("NFKC").replace(INVISIBLE, "").toLowerCase().replace(/\s+/gu, " ").trim();
+}
+
 /** The text as compared: NFKC, invisible characters and marks removed, lower case, whitespace runs as one space, trimmed. */
 export function normalizeForMatch(text: string): string {
   return text.normalize("NFKC").replace(INVISIBLE, "").replace(MARKS, "").toLowerCase().replace(/\s+/gu, " ").trim();

@@ -9,6 +9,9 @@ import type { FieldProvenance, ProvenanceRules, ProvenanceSource, ProvenanceVerd
 export type { CallProvenance, ProvenanceRules } from "./types.js";
 
 const MAX_LEAVES = 2000;
+const MEMBER_NAME = /^[A-Za-z_$][A-Za-z0-9_$]{0,31}$/;
+/** Milliseconds one call's judgement may take; past it what is left is not checked, and the call is not trusted. */
+const BUDGET_MS = 250;
 const MAX_FIELDS_SHOWN = 50;
 const MAX_SOURCES = 3;
 const MAX_FOUND = 5;
@@ -34,7 +37,12 @@ export function leavesOf(value: unknown): { leaves: { path: string; value: strin
     else if (typeof v === "number" && Number.isFinite(v)) out.push({ path, value: String(v) });
     else if (Array.isArray(v)) v.forEach((item, i) => walk(item, `${path}/${i}`, depth + 1));
     else if (v !== null && typeof v === "object") {
-      for (const [key, item] of Object.entries(v)) walk(item, `${path}/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`, depth + 1);
+      for (const [key, item] of Object.entries(v)) {
+        const member = `${path}/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+        // A key is data too when it is not a member's name: a record keyed by an address carries the address.
+        if (!MEMBER_NAME.test(key)) out.push({ path: member, value: key });
+        walk(item, member, depth + 1);
+      }
     }
   };
   walk(value, "", 0);
@@ -50,13 +58,18 @@ export function covers(pattern: string, pointer: string): boolean {
 }
 
 /** Pointers a rule names must be JSON Pointers (`*` allowed as a whole segment); the problems, if any. */
-export function rulesProblems(rules: unknown, where: string): string[] {
+export function rulesProblems(rules: unknown, where: string, manifest = false): string[] {
   if (rules === undefined) return [];
   if (rules === null || typeof rules !== "object" || Array.isArray(rules)) return [`${where} must be an object { destinations?, content? }`];
   const problems: string[] = [];
   for (const [key, list] of Object.entries(rules)) {
+    if (key === "fixed" && manifest) {
+      if (!Array.isArray(list) || list.some((v) => typeof v !== "string" || v === "" || v.length > 256))
+        problems.push(`${where}.fixed must be an array of names`);
+      continue;
+    }
     if (key !== "destinations" && key !== "content") {
-      problems.push(`${where} has an unknown member ${JSON.stringify(key)} (destinations and content only)`);
+      problems.push(`${where} has an unknown member ${JSON.stringify(key)} (destinations and content only${manifest ? ", and fixed" : ""})`);
       continue;
     }
     if (!Array.isArray(list) || list.some((p) => typeof p !== "string" || !/^(\/[^/]*)+$/.test(p))) {
@@ -71,6 +84,7 @@ export function freezeRules(rules: ProvenanceRules): ProvenanceRules {
   return Object.freeze({
     ...(rules.destinations ? { destinations: Object.freeze([...rules.destinations]) } : {}),
     ...(rules.content ? { content: Object.freeze([...rules.content]) } : {}),
+    ...(rules.fixed ? { fixed: Object.freeze([...rules.fixed]) } : {}),
   });
 }
 
@@ -79,6 +93,7 @@ export function mergeRules(a: ProvenanceRules | undefined, b: ProvenanceRules | 
   return {
     destinations: [...(a?.destinations ?? []), ...(b?.destinations ?? [])],
     content: [...(a?.content ?? []), ...(b?.content ?? [])],
+    fixed: [...(a?.fixed ?? []), ...(b?.fixed ?? [])],
   };
 }
 
@@ -94,19 +109,25 @@ function roleWord(role: FieldProvenance["role"]): string {
 
 function why(path: string, role: FieldProvenance["role"], p: ValueProvenance, asDestination: boolean): string {
   const word = `${roleWord(role)} ${path || "/"}`;
-  if (p.label === "untrusted") return `${word} taken from ${describe(p.untrustedFrom[0]!.source)}`;
-  if (asDestination || p.label === "trusted") return `${word} from ${describe(p.trustedFrom[0]!.source)}`;
+  if (p.label === "untrusted") return p.untrustedFrom[0] ? `${word} taken from ${describe(p.untrustedFrom[0].source)}` : `${word} not checked: ${p.found[0]}`;
+  if (asDestination || p.label === "trusted")
+    return p.trustedFrom[0] ? `${word} from ${describe(p.trustedFrom[0].source)}` : `${word} is a name the tool keeps for the user's own`;
   return `${word} is new: found in nothing trusted the session has seen`;
 }
 
 const shorten = (s: string) => (s.length > MAX_FOUND_CHARS ? `${s.slice(0, MAX_FOUND_CHARS - 1)}…` : s);
 
-/** Judge `input` under `rules` against the session. */
-export function judge(state: SessionState, input: unknown, rules: ProvenanceRules): Judgement {
+/**
+ * Judge `input` under `rules` against the session. `declared`: the manifest names its destinations
+ * and content, so other members (times, flags) are not judged; rules only a profile added never
+ * narrow what is judged.
+ */
+export function judge(state: SessionState, input: unknown, rules: ProvenanceRules, declared: boolean): Judgement {
+  const started = performance.now();
   state.prepare();
   const destinations = rules.destinations ?? [];
   const content = rules.content ?? [];
-  const declared = destinations.length + content.length > 0;
+  const fixed = new Set(rules.fixed ?? []);
   const fields: FieldProvenance[] = [];
   const untrustedDestinations: string[] = [];
   const carrying: FieldProvenance[] = [];
@@ -117,11 +138,16 @@ export function judge(state: SessionState, input: unknown, rules: ProvenanceRule
   // What could not be looked at is not trusted: a destination past the bound would go unchecked.
   if (truncated) untrustedDestinations.push(`the input has more than ${MAX_LEAVES} strings or is nested deeper than 64: not every one could be checked`);
   for (const leaf of leaves) {
+    if (performance.now() - started > BUDGET_MS) {
+      untrustedDestinations.push(`the input took longer than ${BUDGET_MS} ms to check: not every string was checked`);
+      allTrusted = false;
+      break;
+    }
     const role = destinations.some((d) => covers(d, leaf.path)) ? "destination" : content.some((d) => covers(d, leaf.path)) ? "content" : undefined;
     // Rules name what carries the effect and its content; the rest (times, flags, a calendar's name) is not judged.
     if (declared && role === undefined) continue;
     const p = labelValue(leaf.value, state, role === "destination");
-    const destinationOk = role === "destination" && p.trustedDestination;
+    const destinationOk = role === "destination" && (p.trustedDestination || fixed.has(leaf.value));
     if (p.label === "untrusted") anyUntrusted = true;
     if (!(role === "destination" ? destinationOk : p.label === "trusted")) allTrusted = false;
     if (role !== "destination" && p.label === "trusted") continue; // trusted content says nothing a human needs

@@ -1,18 +1,20 @@
 /**
- * One argument against everything a session has seen: trusted when it is copied from trusted text
- * (or every address, link, code and identifier in it is), untrusted when it carries a run of
- * untrusted text, one of its atoms, or is copied whole from it, new otherwise. What is also in
- * trusted text does not count against a value: the user said it too.
+ * One argument against everything a session has seen. Content is trusted when it is copied whole
+ * from trusted text; a destination when it is copied whole from trusted text compared strictly
+ * (only case, compatibility forms, invisible characters and white space undone), or is a display
+ * name around such an address. A value is untrusted when it carries a run of untrusted text, one of
+ * its atoms (addresses, links, codes, long ids), or is copied whole from it; new otherwise. What is
+ * also in trusted text does not count against a value: the user said it too.
  */
 import { atoms, containsBounded } from "./derive.js";
-import { fingerprints, K, normalizeForMatch } from "./fingerprint.js";
+import { fingerprints, K, normalizeForMatch, normalizeStrict } from "./fingerprint.js";
 import type { SeenIndex } from "./seen-index.js";
 import type { SeenEntry, SessionState } from "./session.js";
 import type { ProvenanceLabel } from "./types.js";
 
 export interface ValueProvenance {
   readonly label: ProvenanceLabel;
-  /** As a destination: copied from trusted text, or every atom of it is in trusted text (a display name around a trusted address is not the destination). */
+  /** As a destination: copied whole from trusted text under the strict comparison (or a display name around such an address). */
   readonly trustedDestination: boolean;
   readonly trustedFrom: readonly SeenEntry[];
   readonly untrustedFrom: readonly SeenEntry[];
@@ -21,13 +23,41 @@ export interface ValueProvenance {
 }
 
 const NOTHING: ValueProvenance = Object.freeze({ label: "new", trustedDestination: false, trustedFrom: [], untrustedFrom: [], found: [] });
+/** Texts looked at per value and index; atoms per value. Past them a value is not checked whole, and is not trusted. */
+const MAX_CANDIDATES = 64;
+const MAX_ATOMS = 32;
+const TOO_MANY: ValueProvenance = Object.freeze({
+  label: "untrusted",
+  trustedDestination: false,
+  trustedFrom: [],
+  untrustedFrom: [],
+  found: ["too many addresses, links and codes to check"],
+});
+// `Name <address>`: the address is the destination, the name is only shown.
+const DISPLAY_FORM = /^[^<>@]*<\s*([^<>\s]+)\s*>$/u;
+// Characters that continue an address or a path: a match next to one is part of a longer destination.
+const JOINS = /[\p{L}\p{N}_%+@-]/u;
+const WORD = /[\p{L}\p{N}]/u;
+
+/** `needle` in `haystack` not continued on either side by an address's or path's characters (a `.` joins only between them). */
+export function containsStrict(haystack: string, needle: string): boolean {
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
+    const before = haystack[at - 1] ?? "";
+    const after = haystack[at + needle.length] ?? "";
+    const joinsBefore = JOINS.test(before) || (before === "." && WORD.test(haystack[at - 2] ?? ""));
+    const joinsAfter = JOINS.test(after) || (after === "." && WORD.test(haystack[at + needle.length + 1] ?? ""));
+    if (!joinsBefore && !joinsAfter) return true;
+  }
+  return false;
+}
 
 /** `destination`: a short value copied whole from untrusted text counts (an id, a name); elsewhere a short word shared by chance does not. */
 export function labelValue(value: string, state: SessionState, destination: boolean): ValueProvenance {
   const normalized = normalizeForMatch(value);
   if (normalized === "") return NOTHING;
-  const prints = normalized.length >= K ? fingerprints(normalized) : new Set<number>();
   const valueAtoms = atoms(normalized);
+  if (valueAtoms.size > MAX_ATOMS) return TOO_MANY;
+  const prints = normalized.length >= K ? fingerprints(normalized) : new Set<number>();
   const entries = [...candidates(state.host, normalized, prints, valueAtoms), ...candidates(state.outputs, normalized, prints, valueAtoms)];
   const trustedFrom: SeenEntry[] = [];
   const trustedAtoms = new Set<string>();
@@ -48,9 +78,8 @@ export function labelValue(value: string, state: SessionState, destination: bool
     for (const a of shared) trustedAtoms.add(a);
     for (const h of sharedPrints) trustedPrints.add(h);
   }
-  const allAtomsTrusted = valueAtoms.size > 0 && [...valueAtoms].every((a) => trustedAtoms.has(a));
-  const trustedDestination = copiedTrusted || allAtomsTrusted;
-  if (copiedTrusted) return { label: "trusted", trustedDestination, trustedFrom, untrustedFrom: [], found: [] };
+  const trustedDestination = destination && strictlyTrusted(value, trustedFrom, state);
+  if (destination ? trustedDestination : copiedTrusted) return { label: "trusted", trustedDestination, trustedFrom, untrustedFrom: [], found: [] };
   const found = new Set<string>();
   const untrustedFrom: SeenEntry[] = [];
   for (const u of perUntrusted) {
@@ -64,15 +93,29 @@ export function labelValue(value: string, state: SessionState, destination: bool
     for (const a of atomsOnly) found.add(a);
   }
   if (untrustedFrom.length > 0) return { label: "untrusted", trustedDestination, trustedFrom, untrustedFrom, found: [...found] };
-  if (allAtomsTrusted) return { label: "trusted", trustedDestination, trustedFrom, untrustedFrom, found: [] };
   return { label: "new", trustedDestination, trustedFrom, untrustedFrom, found: [] };
 }
 
-/** The texts of `index` that hold the value, one of its atoms or one of its fingerprints, in the order seen. */
+/**
+ * A destination copied from trusted text compared strictly: the host's texts (few) looked at whole,
+ * trusted outputs among the candidates found. A display name around an address counts as the address.
+ */
+function strictlyTrusted(value: string, trustedFrom: readonly SeenEntry[], state: SessionState): boolean {
+  const strict = normalizeStrict(value);
+  const address = DISPLAY_FORM.exec(strict)?.[1];
+  const wanted = address === undefined ? [strict] : [strict, address];
+  const texts = [...state.host.entries, ...trustedFrom.filter((e) => e.source.kind === "output")];
+  return texts.some((e) => wanted.some((w) => w !== "" && containsStrict(e.strict, w)));
+}
+
+/** The texts of `index` that hold the value, one of its atoms or one of its fingerprints, in the order seen; at most `MAX_CANDIDATES`. */
 function candidates(index: SeenIndex<SeenEntry>, normalized: string, prints: ReadonlySet<number>, valueAtoms: ReadonlySet<string>): SeenEntry[] {
   const ids = new Set<number>();
   index.containing(normalized, ids);
   for (const a of valueAtoms) index.containing(a, ids);
   index.sharing(prints, ids);
-  return [...ids].sort((a, b) => a - b).map((id) => index.entries[id]!);
+  return [...ids]
+    .sort((a, b) => a - b)
+    .slice(0, MAX_CANDIDATES)
+    .map((id) => index.entries[id]!);
 }

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { ToolError } from "../errors.js";
 import { prepareText, type PreparedText } from "./derive.js";
+import { normalizeStrict } from "./fingerprint.js";
 import { SeenIndex } from "./seen-index.js";
 import type { ProvenanceSource } from "./types.js";
 
@@ -21,7 +22,7 @@ export interface SessionOptions {
   readonly id?: string;
   readonly trusted?: readonly (string | TrustedText)[];
   /**
-   * Normalised characters of output kept for comparison; default 16 MiB. Past it the session is
+   * Normalised characters of output kept for comparison; default 4 Mi. Past it the session is
    * saturated: no call of it is judged trusted any more (what it dropped could have carried untrusted data).
    */
   readonly maxChars?: number;
@@ -39,9 +40,11 @@ export interface ProvenanceSession {
 /** A seen text with where it came from. */
 export interface SeenEntry extends PreparedText {
   readonly source: ProvenanceSource;
+  /** For trusted text, as destinations are compared (`normalizeStrict`); empty for untrusted text. */
+  readonly strict: string;
 }
 
-const DEFAULT_MAX_CHARS = 16 * 1024 * 1024;
+const DEFAULT_MAX_CHARS = 4 * 1024 * 1024;
 const MAX_TEXT_CHARS = 1024 * 1024; // one output's text beyond this is kept to this length, and the session marked saturated
 const MAX_LABEL = 64;
 const MEMBER_NAME = /^[A-Za-z_$][A-Za-z0-9_$]{0,31}$/;
@@ -81,7 +84,8 @@ export class SessionState {
   prepare(): this {
     for (const { text, source } of this.#pending) {
       const prepared = prepareText({ id: `${this.id}#${++this.#count}`, text });
-      (source.kind === "trusted" ? this.host : this.outputs).add({ ...prepared, source });
+      const strict = source.untrusted ? "" : normalizeStrict(text);
+      (source.kind === "trusted" ? this.host : this.outputs).add({ ...prepared, source, strict });
     }
     this.#pending = [];
     return this;

@@ -64,4 +64,6 @@ export interface ProvenanceRules {
   readonly destinations?: readonly string[];
   /** What is carried (bodies, titles, descriptions): may carry untrusted data only when every destination is trusted-derived. */
   readonly content?: readonly string[];
+  /** A manifest's names a destination may always take, whoever wrote them (`primary`: the user's own calendar). Not in profiles. */
+  readonly fixed?: readonly string[];
 }

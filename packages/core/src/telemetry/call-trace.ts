@@ -9,6 +9,7 @@ import type { ProgressEvent } from "../context.js";
 import type { CallOptions } from "../gate/gate.js";
 import type { GateEnv } from "../gate/env.js";
 import type { InvokeResult } from "../gate/results.js";
+import type { CallProvenance } from "../provenance/types.js";
 import type { Redactor } from "../redactor.js";
 import type { RegisteredTool } from "../registry.js";
 import type { Instruments } from "./gate-telemetry.js";
@@ -41,6 +42,8 @@ export class CallTrace {
   /** The latest stage of the call (recovery's first step returns a new object; the live steps write one). */
   #state: TracedStart;
   #open = true;
+  /** What the provenance step judged, as attributes (words and a count only: never a judged value). */
+  #provenance: Attributes | undefined;
 
   constructor(tracer: Tracer | undefined, instruments: Instruments | undefined, start: TracedStart, redactor: Redactor, recordPrincipal: boolean) {
     this.#tracer = tracer;
@@ -72,6 +75,7 @@ export class CallTrace {
       span = undefined;
     }
     let out: unknown;
+    const judged = step.name === "provenance" ? current : undefined;
     try {
       out = span !== undefined && step.name === "run" ? this.#runInSpan(step, current, env, span) : step.run(current as never, env);
     } catch (error) {
@@ -79,11 +83,13 @@ export class CallTrace {
       throw error;
     }
     if (!(out instanceof Promise)) {
+      this.#judged(judged, span);
       this.#stepEnded(step.name, span, at, out);
       return out;
     }
     return out.then(
       (value: unknown) => {
+        this.#judged(judged, span);
         this.#stepEnded(step.name, span, at, value);
         return value;
       },
@@ -179,6 +185,17 @@ export class CallTrace {
     return ran!.value;
   }
 
+  /** After the provenance step: its verdict on the step's span and, later, the root's. The step writes it on the stage it was given, refused or not. */
+  #judged(stage: unknown, span: Span | undefined): void {
+    if (stage === undefined) return;
+    try {
+      this.#provenance = provenanceAttributes((stage as { provenance?: unknown }).provenance);
+      if (this.#provenance !== undefined) span?.setAttributes(this.#provenance);
+    } catch {
+      // as above
+    }
+  }
+
   #stepEnded(name: string, span: Span | undefined, at: number, out: unknown): void {
     if (out !== undefined && out !== null && typeof out === "object" && (out as { status?: unknown }).status === undefined) {
       this.#state = out as TracedStart;
@@ -223,6 +240,7 @@ export class CallTrace {
     const profile: unknown = call?.profile?.name;
     if (typeof profile === "string") attributes["toolgate.profile"] = this.#text(profile);
     if (typeof call?.callRef === "string") attributes["gen_ai.tool.call.id"] = this.#text(call.callRef);
+    if (this.#provenance !== undefined) Object.assign(attributes, this.#provenance);
     if (this.#recordPrincipal) {
       if (typeof call?.principal === "string") attributes["toolgate.principal"] = this.#text(call.principal);
       if (typeof call?.tenant === "string") attributes["toolgate.tenant"] = this.#text(call.tenant);
@@ -233,6 +251,25 @@ export class CallTrace {
   #text(value: string): string {
     return this.#redactor.redactText(value);
   }
+}
+
+const VERDICTS = new Set(["trusted", "new", "untrusted", "violation"]);
+const ACTIONS = new Set(["none", "escalated", "refused", "waived"]);
+
+/**
+ * A judgement as attributes: its verdict, what the step did, and how many fields carry untrusted
+ * data. Never a field's value, path or why: those can hold secrets and someone else's text.
+ */
+export function provenanceAttributes(value: unknown): Attributes | undefined {
+  if (value === null || typeof value !== "object") return undefined;
+  const p = value as Partial<CallProvenance>;
+  if (typeof p.verdict !== "string" || !VERDICTS.has(p.verdict)) return undefined;
+  const fields = Array.isArray(p.fields) ? p.fields : [];
+  return {
+    "toolgate.provenance.verdict": p.verdict,
+    "toolgate.provenance.action": typeof p.action === "string" && ACTIONS.has(p.action) ? p.action : "none",
+    "toolgate.provenance.untrusted_fields": fields.filter((f: { label?: unknown } | null) => f?.label === "untrusted").length,
+  };
 }
 
 /** Progress events kept on one run span, and the characters kept of each message (already redacted whole). */

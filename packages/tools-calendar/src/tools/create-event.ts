@@ -70,7 +70,7 @@ export function createEventTool(config: CalendarConfig) {
     dataClass: "personal",
     connector: { provider: config.provider, scopes: [CALENDAR_SCOPES.events] },
     runtimeIsolation: config.isolation,
-    provenance: { destinations: ["/attendees"], content: ["/summary", "/description", "/location"] },
+    provenance: { destinations: ["/calendarId", "/attendees"], fixed: ["primary"], content: ["/summary", "/description", "/location"] },
     untrustedOutput: false,
     target: (input) => `new event on ${input.calendarId}`,
     describeResult: (output) => `event ${output.id}${output.alreadyExisted ? " (already existed)" : ""}`,

@@ -51,7 +51,7 @@ export function deleteEventTool(config: CalendarConfig) {
     reversible: false,
     connector: { provider: config.provider, scopes: [CALENDAR_SCOPES.events] },
     runtimeIsolation: config.isolation,
-    provenance: { destinations: ["/eventId"] },
+    provenance: { destinations: ["/calendarId", "/eventId"], fixed: ["primary"] },
     untrustedOutput: false,
     target: (input) => `event ${input.eventId} in ${input.calendarId}`,
     describeResult: (output) => `event ${output.eventId} deleted`,

@@ -85,7 +85,11 @@ export function updateEventTool(config: CalendarConfig) {
     runtimeIsolation: config.isolation,
     // The event as Google returns it after the change: every field the change left alone (the
     // description, other attendees' text) was written by someone else.
-    provenance: { destinations: ["/eventId", "/changes/attendees"], content: ["/changes/summary", "/changes/description", "/changes/location"] },
+    provenance: {
+      destinations: ["/calendarId", "/eventId", "/changes/attendees"],
+      fixed: ["primary"],
+      content: ["/changes/summary", "/changes/description", "/changes/location"],
+    },
     untrustedOutput: true,
     target: (input) => `event ${input.eventId} in ${input.calendarId}`,
     describeResult: (output) => `event ${output.id} updated`,

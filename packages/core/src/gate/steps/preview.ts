@@ -43,7 +43,7 @@ async function previewForApproval(c: Judged, env: GateEnv): Promise<Previewed | 
   }
   const built = c.manifest.preview ? await buildPreview(env, c) : escalationPreview(env, c);
   // What a preview throws may quote what it read (someone else's event, a draft): fenced for the model.
-  if (ToolError.is(built)) return refuse(env, c, "error", built, { foreign: thrownByPreview.has(built) });
+  if (ToolError.is(built)) return refusePreview(env, c, built);
   (c as Writable<Previewed>).approval = withProvenance(env, c, built);
   return c as Previewed;
 }
@@ -51,10 +51,13 @@ async function previewForApproval(c: Judged, env: GateEnv): Promise<Previewed | 
 /** A waived call asks nobody, but its body may need the plan its preview fixes (the exact bytes to send). */
 async function planOnly(c: Judged, env: GateEnv): Promise<Previewed | InvokeResult<unknown>> {
   const built = await buildPreview(env, c);
-  if (ToolError.is(built)) return refuse(env, c, "error", built, { foreign: thrownByPreview.has(built) });
+  if (ToolError.is(built)) return refusePreview(env, c, built);
   (c as Writable<Previewed>).waivedPlan = built.plan;
   return c as Previewed;
 }
+
+// What a preview throws may quote what it read (someone else's event, a draft): fenced for the model.
+const refusePreview = (env: GateEnv, c: Judged, built: ToolError) => refuse(env, c, "error", built, { foreign: thrownByPreview.has(built) });
 
 /** A tool that never asks has no preview of its own: a call provenance escalated shows its input. */
 function escalationPreview(env: GateEnv, c: Judged): BuiltPreview | ToolError {

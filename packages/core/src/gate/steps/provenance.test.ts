@@ -141,11 +141,14 @@ describe("provenance: a destination from someone else's text needs a human", () 
     const { gate, call } = setup({ provenance: { trustedSkipsApproval: true } });
     const forged = { id: "ses_x", trust() {}, stats: () => ({ texts: 0, chars: 0, saturated: false }) };
     expect(await gate.invoke("mail.read", {}, { ...call, session: forged })).toMatchObject({ code: "config_invalid" });
-    const small = gate.openSession({ trusted: ["bob@team.test"], maxChars: 10 });
+    const small = gate.openSession({ trusted: ["Send bob@team.test the minutes: Friday."], maxChars: 10 });
     await gate.invoke("mail.read", {}, { ...call, session: small });
     expect(small.stats().saturated).toBe(true);
     const result = await gate.invoke("mail.send", { to: ["bob@team.test"], subject: "Minutes", body: "Friday." }, { ...call, session: small });
     expect(result.status).toBe("approval_required");
+    // The same call in a session that dropped nothing is trusted, and skips.
+    const whole = gate.openSession({ trusted: ["Send bob@team.test the minutes: Friday."] });
+    expect((await gate.invoke("mail.send", { to: ["bob@team.test"], subject: "Minutes", body: "Friday." }, { ...call, session: whole })).status).toBe("ok");
   });
 
   it("rejects rules that are not JSON Pointers, in a manifest and in a profile", () => {

@@ -9,7 +9,7 @@ import { ToolError } from "../../errors.js";
 import type { EffectIdentity } from "../../context.js";
 import { isSideEffectful } from "../../manifest.js";
 import { judge, mergeRules } from "../../provenance/judge.js";
-import { sessionState } from "../../provenance/session.js";
+import { sessionState, type SessionState } from "../../provenance/session.js";
 import type { CallProvenance, ProvenanceRules } from "../../provenance/types.js";
 import type { Authorized, Judged, Writable } from "../call-state.js";
 import type { GateEnv } from "../env.js";
@@ -26,8 +26,8 @@ export const provenance: Step<Authorized, Judged> = {
     if (state === undefined) return next; // provenance stays undefined
     const rules = rulesFor(c);
     const declared = (rules.destinations?.length ?? 0) + (rules.content?.length ?? 0) > 0;
-    if (!isSideEffectful(c.manifest.effect) && !declared) return next;
-    const judged = judge(state, c.parsed, rules);
+    if (!isSideEffectful(c.manifest.effect) && !declared) return readJudged(next, state);
+    const judged = judge(state, c.parsed, rules, manifestDeclares(c));
     const settings = c.call.profile.provenance;
     let action: CallProvenance["action"] = "none";
     if (judged.verdict === "violation") action = settings?.onViolation === "refuse" ? "refused" : next.manifestAsks ? "none" : "escalated";
@@ -44,14 +44,37 @@ export const provenance: Step<Authorized, Judged> = {
   },
 };
 
+function manifestDeclares(c: Authorized): boolean {
+  const own = c.manifest.provenance;
+  return (own?.destinations?.length ?? 0) + (own?.content?.length ?? 0) > 0;
+}
+
+/**
+ * A read whose output the manifest calls trusted is trusted only when its input is: a read that
+ * echoes what it was asked (a free/busy query naming an address) must not launder the address.
+ */
+function readJudged(c: Writable<Judged>, state: SessionState): Judged {
+  if (!c.manifest.untrustedOutput) c.inputTrusted = judge(state, c.parsed, {}, false).verdict === "trusted";
+  return c;
+}
+
 function waivable(c: Authorized): boolean {
   return c.manifest.effect !== "destructive" && approvalsNeeded(c) === 1;
 }
 
 /** Escalations, waivers and calls carrying untrusted data are journaled before anything is asked or run. */
 async function journaled(c: Judged, env: GateEnv): Promise<Judged> {
-  await audit(env, c, "provenance.checked", { provenance: c.provenance, inputHash: c.inputHash });
+  await audit(env, c, "provenance.checked", { provenance: forJournal(c.provenance!), inputHash: c.inputHash });
   return c;
+}
+
+/**
+ * The journal keeps hashes of inputs, not what they carry: a code or an id found in someone else's
+ * mail is kept as its length and last two characters (the preview shows it whole, to the human).
+ */
+function forJournal(p: CallProvenance): CallProvenance {
+  const mask = (found: string) => (/^[\p{N}]{4,}$|^[\p{L}\p{N}_-]{16,}$/u.test(found) ? `…${found.slice(-2)} (${found.length} characters)` : found);
+  return { ...p, fields: p.fields.map((f) => (f.found ? { ...f, found: f.found.map(mask) } : f)) };
 }
 
 /** The manifest's rules, with the profile's for this tool and its family added. */
