@@ -115,6 +115,8 @@ function why(path: string, role: FieldProvenance["role"], p: ValueProvenance, as
   return `${word} is new: found in nothing trusted the session has seen`;
 }
 
+const FIXED: ValueProvenance = Object.freeze({ label: "trusted", trustedDestination: true, trustedFrom: [], untrustedFrom: [], found: [] });
+
 const shorten = (s: string) => (s.length > MAX_FOUND_CHARS ? `${s.slice(0, MAX_FOUND_CHARS - 1)}…` : s);
 
 /**
@@ -146,8 +148,9 @@ export function judge(state: SessionState, input: unknown, rules: ProvenanceRule
     const role = destinations.some((d) => covers(d, leaf.path)) ? "destination" : content.some((d) => covers(d, leaf.path)) ? "content" : undefined;
     // Rules name what carries the effect and its content; the rest (times, flags, a calendar's name) is not judged.
     if (declared && role === undefined) continue;
-    const p = labelValue(leaf.value, state, role === "destination");
-    const destinationOk = role === "destination" && (p.trustedDestination || fixed.has(leaf.value));
+    // A name the tool keeps for the user's own (`primary`) is trusted whoever else wrote it.
+    const p = role === "destination" && fixed.has(leaf.value) ? FIXED : labelValue(leaf.value, state, role === "destination");
+    const destinationOk = role === "destination" && p.trustedDestination;
     if (p.label === "untrusted") anyUntrusted = true;
     if (!(role === "destination" ? destinationOk : p.label === "trusted")) allTrusted = false;
     if (role !== "destination" && p.label === "trusted") continue; // trusted content says nothing a human needs
