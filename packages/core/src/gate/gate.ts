@@ -126,7 +126,7 @@ export function createGate<TTool extends AnyToolManifest>(options: CreateGateOpt
     redactor: env.redactor,
     registry,
     journal,
-    openSession,
+    openSession: (options?: SessionOptions) => openSession(env, options),
     async drain() {
       while (env.pendingLate.size > 0) await Promise.all([...env.pendingLate]);
     },

@@ -62,6 +62,8 @@ export class SessionState {
   constructor(
     readonly id: string,
     readonly maxChars: number,
+    /** The gate that opened it: a session is one gate's (another gate's calls refuse it). */
+    readonly owner: object,
   ) {}
 
   add(text: string, source: ProvenanceSource): void {
@@ -99,14 +101,14 @@ export class SessionState {
 const states = new WeakMap<object, SessionState>();
 
 /** Open a session: its handle and its state. */
-export function openSession(options: SessionOptions = {}): ProvenanceSession {
+export function openSession(owner: object, options: SessionOptions = {}): ProvenanceSession {
   const id = options.id ?? `ses_${randomUUID()}`;
   if (typeof id !== "string" || !/^[\w.:@-]{1,128}$/.test(id)) {
     throw new ToolError("config_invalid", "a session id is 1–128 letters, digits and . _ : @ -");
   }
   const maxChars = options.maxChars ?? DEFAULT_MAX_CHARS;
   if (!Number.isSafeInteger(maxChars) || maxChars < 0) throw new ToolError("config_invalid", "maxChars must be a whole number of characters");
-  const state = new SessionState(id, maxChars);
+  const state = new SessionState(id, maxChars, owner);
   const trust = (text: string, label?: string): void => {
     if (typeof text !== "string") throw new ToolError("config_invalid", "trusted text must be a string");
     if (label !== undefined && (typeof label !== "string" || label.length > MAX_LABEL)) {

@@ -42,6 +42,16 @@ describe("provenance at the edges of a session", () => {
     expect(sent).toEqual([]);
   });
 
+  it("a session belongs to the gate that opened it: another gate's calls refuse it", async () => {
+    const one = setup();
+    const other = setup();
+    expect(await other.gate.invoke("mail.read", {}, { ...other.call, session: one.session })).toMatchObject({
+      status: "error",
+      code: "config_invalid",
+    });
+    expect(one.session.stats().texts).toBe(1); // the trusted text only: nothing the other gate returned
+  });
+
   it("an input too large to check whole is a violation, not a pass", async () => {
     const { gate, call } = setup();
     const to = Array.from({ length: 2001 }, () => "bob@team.test");

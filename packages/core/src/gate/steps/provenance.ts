@@ -24,6 +24,7 @@ export const provenance: Step<Authorized, Judged> = {
     next.manifestAsks = manifestAsks(c);
     const state = c.call.session === undefined ? undefined : sessionState(c.call.session);
     if (state === undefined) return next; // provenance stays undefined
+    if (state.owner !== env) return refuse(env, c, "error", new ToolError("config_invalid", "call.session was opened by another gate"));
     const rules = rulesFor(c);
     const declared = (rules.destinations?.length ?? 0) + (rules.content?.length ?? 0) > 0;
     if (!isSideEffectful(c.manifest.effect) && !declared) return readJudged(next, state);
