@@ -6,6 +6,7 @@ import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleE
 import { currentVersion, notEditable } from "./edit-form.js";
 import { csrfForm, h, layout, type Markup } from "./html.js";
 import { approvalsOf, renderChanges, renderPreview, visible } from "./preview.js";
+import { provenanceBadge, provenanceOf, renderProvenance } from "./provenance.js";
 
 export const REQUEST_ID = /^apr_[A-Za-z0-9_-]{1,100}$/;
 const NOTICES: Readonly<Record<string, string>> = {
@@ -82,12 +83,14 @@ function requestCard(r: ApprovalRequest, ctx: { csrf: string; blocked: string | 
   const mine = have.some((a) => a.by === ctx.approver.id);
   const { callRef } = r;
   const editLink = notEditable(r) === undefined ? h` <a class="edit" href="/approvals/${r.id}/edit">Edit…</a>` : "";
+  const provenance = provenanceOf(r.preview);
   return h`<article class="request" id="${r.id}" data-request-id="${r.id}" data-tool-id="${r.toolId}" data-approvals="${have.length}/${need}" data-version="${String(r.edit?.version ?? 0)}">
-<header><h2>${visible(r.toolId)}${r.kind === "output" ? " — release a held result" : ""}</h2>
+<header><h2>${visible(r.toolId)}${r.kind === "output" ? " — release a held result" : ""}${provenance ? h` ${provenanceBadge(provenance)}` : ""}</h2>
 <p class="meta">Request <code>${r.id}</code> · for <strong>${visible(r.principal)}</strong> in tenant <strong>${visible(r.tenant)}</strong> · asked ${r.createdAt} · expires ${r.expiresAt}${
     callRef ? h` · call ref <code>${visible(callRef)}</code>` : ""
   }</p>
 ${need > 1 ? h`<p class="approvals">Approvals: ${have.length} of ${need}${have.length > 0 ? h` (${have.map((a) => `${a.by} via ${a.via}`).join(", ")})` : ""}</p>` : ""}</header>
+${provenance ? renderProvenance(provenance, r.edit !== undefined) : ""}
 ${editedPreview(r, ctx.blocked === undefined)}
 ${
   ctx.blocked === undefined

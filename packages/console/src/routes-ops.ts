@@ -4,6 +4,7 @@ import { resolveOutboxEntry } from "@toolgate/core/operator";
 import { failurePage, forbidden, pageContext, type ConsoleContext, type ConsoleEnv } from "./app.js";
 import { csrfForm, h, layout, table } from "./html.js";
 import { visible } from "./preview.js";
+import { provenanceCell } from "./provenance.js";
 import { limitText } from "./routes-budgets.js";
 
 const OUTBOX_KEY = /^[A-Za-z0-9:._@\/+=-]{1,300}$/;
@@ -26,6 +27,7 @@ export function opsRoutes(app: Hono<ConsoleEnv>, { gate, authority, inventory, c
       `network ${t.runtimeIsolation.network}, files ${t.runtimeIsolation.filesystem}, secrets ${t.runtimeIsolation.secrets}, subprocess ${t.runtimeIsolation.subprocess}`,
       t.sovereignty,
       inv.profiles.length === 0 ? "(profiles not known here)" : t.reachableBy.join(" ") || "none",
+      provenanceCell(t),
       (t.limits ?? []).length === 0 ? "-" : h`<ul class="limits">${(t.limits ?? []).map((l) => h`<li><code>${l.profile}</code>: ${limitText(l)}</li>`)}</ul>`,
     ]);
     return c.html(
@@ -33,7 +35,7 @@ export function opsRoutes(app: Hono<ConsoleEnv>, { gate, authority, inventory, c
         "Inventory",
         pageContext(c, authority),
         h`<p>${inv.tools.length} tools in ${inv.families.length} families; registry <code>${inv.fingerprint.slice(0, 16)}</code>.</p>
-${table(["tool", "kind", "action / effect", "risk", "approval", "tokens", "scopes", "isolation", "sovereignty", "profiles", "limits"], rows, "inventory")}`,
+${table(["tool", "kind", "action / effect", "risk", "approval", "tokens", "scopes", "isolation", "sovereignty", "profiles", "provenance", "limits"], rows, "inventory")}`,
         "/inventory",
       ),
     );

@@ -80,4 +80,9 @@ table.changes li.del { background: #d332; text-decoration: line-through; } table
 form.edit .field { margin: .6rem 0; } form.edit .field label { display: block; margin-bottom: .2rem; }
 form.edit textarea { width: 100%; font-family: ui-monospace, monospace; box-sizing: border-box; }
 .kind { opacity: .7; font-size: .85rem; }
+.provenance-badge { font-size: .75rem; font-weight: 600; padding: .1rem .4rem; border-radius: 4px; border: 1px solid #8886; vertical-align: middle; }
+.provenance-badge.violation { background: #d33; color: #fff; } .provenance-badge.untrusted, .provenance-badge.new { background: #fc03; } .provenance-badge.trusted { background: #2a62; }
+section.provenance { margin: .6rem 0; } section.provenance h3 { font-size: 1rem; margin: .4rem 0; }
+.provenance-warning { border: 2px solid #d33; border-left-width: 6px; background: #d332; padding: .5rem .8rem; }
+table.provenance-fields ul { margin: 0; padding-left: 1rem; } table.provenance-fields tr.untrusted .label { color: #d33; font-weight: 600; }
 `;
