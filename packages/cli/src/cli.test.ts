@@ -63,6 +63,16 @@ describe("toolgate (the real binary, in a temp project)", () => {
     ]);
   });
 
+  it("inventory shows each tool's provenance rules and what each profile does with a judgement; a tool without any shows -", () => {
+    const notes = toolgate("inventory");
+    expect(notes.stdout).toMatch(/^tool +kind .* profiles +provenance +limits$/m);
+    expect(notes.stdout).toMatch(/^notes\.count_words .* - +metered: 2\/principal/m);
+    const post = toolgate("--config", fileURLToPath(new URL("./fixtures/post.config.mjs", import.meta.url)), "inventory");
+    expect(post.code).toBe(0);
+    expect(post.stdout).toMatch(/^post\.send .* poster +dest \/to; content \/body; poster: ask +-$/m);
+    expect(post.stdout).toMatch(/^post\.read_inbox .* poster +- +-$/m);
+  });
+
   it("docs writes pages; --check passes, then fails on drift and on a stale page", () => {
     expect(toolgate("docs", "--check").code).toBe(1);
     expect(toolgate("docs").code).toBe(0);

@@ -92,6 +92,29 @@ export const consoleConfigSchema = z.strictObject(
 );
 
 /**
+ * Texts the host vouches for in each provenance session `toolgate serve-mcp` opens (one per MCP
+ * connection): the user's own standing instructions, operator-configured contacts and resources.
+ * A destination (a recipient, an attendee, a page) found in one of them is trusted; one taken from
+ * a tool's output, or new, is asked of a human (or refused, per the profile's `provenance`).
+ */
+export const trustedConfigSchema = z
+  .array(
+    z.strictObject(
+      {
+        text: z
+          .string({ error: "text must be a string" })
+          .trim()
+          .min(1, { error: "text must not be empty" })
+          .max(65_536, { error: "text is at most 65536 characters" }),
+        label: z.string({ error: "label must be a string" }).min(1).max(64, { error: "label is at most 64 characters" }).optional(),
+      },
+      { error: 'must be { "text": string, "label"?: string }' },
+    ),
+    { error: 'must be an array of { "text": string, "label"?: string }' },
+  )
+  .max(1000, { error: "at most 1000 trusted texts" });
+
+/**
  * `toolgate.config.json`: profiles and journal, families named by the package that makes them
  * (its `createXTools` export, or `factory`, called with `options` and `baseDir`).
  */
@@ -118,6 +141,8 @@ const jsonConfigSchema = z.object(
     tenant: z.string().optional(),
     /** The web console (`toolgate console`): port and approval webhook. */
     console: consoleConfigSchema.optional(),
+    /** Trusted texts for every MCP connection's provenance session (`toolgate serve-mcp`). */
+    trusted: trustedConfigSchema.optional(),
   },
   { error: "must be a JSON object" },
 );
@@ -172,11 +197,15 @@ export async function loadConfig(path: string): Promise<ToolgateConfig> {
   }
   // What the JSON file's schema checks, a module's default export is checked for too.
   const given = config as ToolgateConfig;
-  const consoleCheck = given.console === undefined ? undefined : consoleConfigSchema.safeParse(given.console);
-  if (consoleCheck && !consoleCheck.success) {
-    const problems = consoleCheck.error.issues.map((issue) => ["console", ...issue.path.map(String)].join(".") + `: ${issue.message}`);
-    throw new ToolError("config_invalid", `${basename(path)} is invalid: ${problems.join("; ")}`, { details: { problems } });
+  const problems: string[] = [];
+  for (const [key, schema] of [
+    ["console", consoleConfigSchema],
+    ["trusted", trustedConfigSchema],
+  ] as const) {
+    const check = given[key] === undefined ? undefined : schema.safeParse(given[key]);
+    if (check && !check.success) problems.push(...check.error.issues.map((issue) => [key, ...issue.path.map(String)].join(".") + `: ${issue.message}`));
   }
+  if (problems.length > 0) throw new ToolError("config_invalid", `${basename(path)} is invalid: ${problems.join("; ")}`, { details: { problems } });
   return { ...given, profiles: checkProfiles(basename(path), given.profiles) };
 }
 
@@ -204,6 +233,7 @@ async function fromJson(path: string): Promise<ToolgateConfig> {
     ...(parsed.principal ? { principal: parsed.principal } : {}),
     ...(parsed.tenant ? { tenant: parsed.tenant } : {}),
     ...(parsed.console ? { console: parsed.console } : {}),
+    ...(parsed.trusted ? { trusted: parsed.trusted } : {}),
     async compose() {
       const families: ToolFamily[] = [];
       for (const entry of parsed.families) {

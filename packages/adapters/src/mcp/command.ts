@@ -24,6 +24,8 @@ export interface ServeMcpCommandOptions<TTool extends AnyToolManifest = AnyToolM
   readonly toolsPollMs?: number;
   /** Imported MCP servers among the gate's families: their tools not approved now are not listed (see `McpServerOptions.imported`). */
   readonly imported?: McpServerOptions["imported"];
+  /** Provenance per connection (default on, no trusted text; see `McpServerOptions.provenance`). */
+  readonly provenance?: McpServerOptions["provenance"];
   /** Stop on SIGINT and SIGTERM; default true. */
   readonly handleSignals?: boolean;
 }
@@ -42,6 +44,7 @@ export async function serveMcpCommand<TTool extends AnyToolManifest>(options: Se
   const watch = {
     ...(options.toolsPollMs === undefined ? {} : { toolsPollMs: options.toolsPollMs }),
     ...(options.imported === undefined ? {} : { imported: options.imported }),
+    ...(options.provenance === undefined ? {} : { provenance: options.provenance }),
   };
   if (options.httpPort !== undefined) {
     if (options.client !== undefined || options.profile !== undefined || options.principal !== undefined || options.tenant !== undefined) {

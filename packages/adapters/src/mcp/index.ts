@@ -1,5 +1,6 @@
 export { createMcpServer, serveMcp, toMcpTool, MCP_META } from "./server.js";
 export type { McpServerOptions, ServeMcpOptions, McpTransportOption, McpServerHandle } from "./server.js";
+export type { McpProvenanceOption, McpTrustedText, McpConnection } from "./provenance.js";
 export { serveMcpCommand, registeredClient } from "./command.js";
 export { PROTECTED_RESOURCE_METADATA_PATH, metadataUrl, protectedResourceMetadata } from "./http-auth.js";
 export type { McpProfiles, HttpServerOptions } from "./http.js";

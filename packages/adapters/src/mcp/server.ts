@@ -22,6 +22,7 @@ import { askThroughElicitation } from "./elicit.js";
 import { serveHttp, type HttpServerOptions } from "./http.js";
 import type { ImportedMcpServer } from "./import-options.js";
 import { checkToolsPollMs, serveLogging, watchServedTools } from "./live.js";
+import { checkProvenanceOption, connectionSession, type McpProvenanceOption } from "./provenance.js";
 
 /** `_meta` keys this server reads and writes. */
 export const MCP_META = {
@@ -73,6 +74,12 @@ export interface McpServerOptions extends ExposeOptions {
    * announced as above. Called anyway, such a tool is refused by its import (`provider_rejected`).
    */
   readonly imported?: readonly Pick<ImportedMcpServer, "unapproved">[];
+  /**
+   * One provenance session per connection (`gate.openSession`), passed on every call it makes;
+   * default on, with no trusted text. `{ trusted }` declares what the host vouches for, for every
+   * connection or per connection; `false` serves calls outside any session. See `McpProvenanceOption`.
+   */
+  readonly provenance?: McpProvenanceOption;
 }
 
 /** Where `serveMcp` listens. HTTP binds 127.0.0.1 only. */
@@ -135,7 +142,14 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
   }
   const toolsPollMs = checkToolsPollMs(options.toolsPollMs);
   const imported = checkImported(options.imported);
-  const call: CallOptions = { principal: options.principal, tenant: options.tenant, profile: options.profile };
+  // One connection, one agent run: the session is this server's, never named by a request.
+  const session = connectionSession(gate, options.provenance, {
+    profile: options.profile,
+    principal: options.principal,
+    tenant: options.tenant,
+    ...(client ? { client } : {}),
+  });
+  const call: CallOptions = { principal: options.principal, tenant: options.tenant, profile: options.profile, ...(session ? { session } : {}) };
   // Served by visibility and profile; a tool an operator switched off, or an imported tool not
   // approved now, is left out of the list but still goes to the gate when called, which refuses it
   // (tool_disabled, provider_rejected) and journals that.
@@ -232,6 +246,7 @@ export async function serveMcp<TTool extends AnyToolManifest>(typedGate: Gate<TT
   // Checked before listening: over HTTP each session's server is made only when a client comes.
   checkToolsPollMs(options.toolsPollMs);
   checkImported(options.imported);
+  checkProvenanceOption(options.provenance);
   return serveHttp(gate, options as HttpServerOptions, transport.port ?? 0, transport.path ?? "/mcp", createMcpServer);
 }
 

@@ -1,4 +1,5 @@
 import {
+  isSideEffectful,
   ToolError,
   type ApprovalPreview,
   type ApprovalRequest,
@@ -124,7 +125,10 @@ export function createApprovalBroker(
     if (kept!.length === 0) outcomes.delete(key);
     return found;
   };
-  const mayAsk = (d: ToolDescriptor, profile: Profile) => d.approval !== "never" || (d.untrustedOutput && profile.onInjection === "hold");
+  // In a session the gate may ask about any side-effectful call (a destination not from trusted
+  // data is escalated), so the framework's approval check asks the gate about each of them.
+  const mayAsk = (d: ToolDescriptor, profile: Profile) =>
+    d.approval !== "never" || (d.untrustedOutput && profile.onInjection === "hold") || (call.session !== undefined && isSideEffectful(d.effect));
   /** The host's call, with the framework's signal and progress listener joined to the host's own. */
   const callWith = (signal: AbortSignal | undefined, onProgress: Listener | undefined): CallOptions => {
     const listener = bothListeners(call.onProgress, onProgress);

@@ -1,4 +1,4 @@
-import { buildInventory, durationText } from "@toolgate/core/operator";
+import { buildInventory, durationText, type InventoryEntry } from "@toolgate/core/operator";
 import { EXIT, table, type Io } from "../output.js";
 import type { Runtime } from "../runtime.js";
 
@@ -12,7 +12,7 @@ export async function inventoryCommand(runtime: Runtime, options: { profile?: st
   }
   io.out(
     table(
-      ["tool", "kind", "action", "effect", "risk", "approval", "tokens", "sovereignty", "scopes", "profiles", "limits"],
+      ["tool", "kind", "action", "effect", "risk", "approval", "tokens", "sovereignty", "scopes", "profiles", "provenance", "limits"],
       tools.map((t) => [
         t.id,
         t.kind,
@@ -24,6 +24,7 @@ export async function inventoryCommand(runtime: Runtime, options: { profile?: st
         t.sovereignty,
         t.connector ? t.connector.scopes.join(" ") : "-",
         t.reachableBy.join(" ") || "-",
+        provenanceCell(t),
         t.limits
           .map((l) => `${l.profile}: ${l.maxConcurrent !== undefined ? `${l.maxConcurrent} in flight` : `${l.max}/${l.per}/${durationText(l.windowMs ?? 0)}`}`)
           .join("; ") || "-",
@@ -32,4 +33,20 @@ export async function inventoryCommand(runtime: Runtime, options: { profile?: st
   );
   io.out(`\n${tools.length} tool${tools.length === 1 ? "" : "s"}; registry ${inventory.fingerprint.slice(0, 16)}; state ${runtime.stateDir} (protected)`);
   return EXIT.ok;
+}
+
+/** `dest /to; content /body; assistant: ask; strict: refuse +dest /cc`: the manifest's rules, then what each reaching profile does with a judgement. */
+function provenanceCell(t: InventoryEntry): string {
+  const { rules, profiles } = t.provenance;
+  const parts: string[] = [];
+  if (rules?.destinations?.length) parts.push(`dest ${rules.destinations.join(" ")}`);
+  if (rules?.content?.length) parts.push(`content ${rules.content.join(" ")}`);
+  for (const p of profiles) {
+    const added = [
+      ...(p.added.destinations.length > 0 ? [`+dest ${p.added.destinations.join(" ")}`] : []),
+      ...(p.added.content.length > 0 ? [`+content ${p.added.content.join(" ")}`] : []),
+    ];
+    parts.push(`${p.profile}: ${[p.onViolation, ...(p.waivable ? ["trusted skips approval"] : []), ...added].join(", ")}`);
+  }
+  return parts.join("; ") || "-";
 }
