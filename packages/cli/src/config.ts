@@ -95,7 +95,8 @@ export const consoleConfigSchema = z.strictObject(
  * Texts the host vouches for in each provenance session `toolgate serve-mcp` opens (one per MCP
  * connection): the user's own standing instructions, operator-configured contacts and resources.
  * A destination (a recipient, an attendee, a page) found in one of them is trusted; one taken from
- * a tool's output, or new, is asked of a human (or refused, per the profile's `provenance`).
+ * a tool's output, or new, is asked of a human (or refused, per the profile's `provenance`). A text
+ * with a `tenant` is trusted only in that tenant's connections.
  */
 export const trustedConfigSchema = z
   .array(
@@ -107,10 +108,12 @@ export const trustedConfigSchema = z
           .min(1, { error: "text must not be empty" })
           .max(65_536, { error: "text is at most 65536 characters" }),
         label: z.string({ error: "label must be a string" }).min(1).max(64, { error: "label is at most 64 characters" }).optional(),
+        /** Only for connections of this tenant (one tenant's contacts are not another's); default every connection. */
+        tenant: z.string({ error: "tenant must be a string" }).min(1).max(256).optional(),
       },
-      { error: 'must be { "text": string, "label"?: string }' },
+      { error: 'must be { "text": string, "label"?: string, "tenant"?: string }' },
     ),
-    { error: 'must be an array of { "text": string, "label"?: string }' },
+    { error: 'must be an array of { "text": string, "label"?: string, "tenant"?: string }' },
   )
   .max(1000, { error: "at most 1000 trusted texts" });
 

@@ -91,13 +91,13 @@ describe("a violation", () => {
     expect(shown).toContain(`<span class="described">message from Lily White &lt;${OUTSIDE}&gt;</span>`);
   });
 
-  it("a send to the user's own contact carrying the message's text is `untrusted`, not a violation; one made of the user's words is `trusted`", async () => {
+  it("the message's text in a tool that declares no destinations is a violation (any argument may be one); the user's words are `trusted`", async () => {
     const untrusted = await readThenSend({ to: "boss@team.test", body: inbox.body }, "desk.send_memo");
     expect(untrusted.status).toBe("approval_required");
     const first = await card(untrusted.status === "approval_required" ? untrusted.requestId : "");
-    expect(first).toContain('data-provenance="untrusted">provenance: untrusted</span>');
-    expect(first).not.toContain("provenance-warning");
-    expect(first).toContain("Verdict: <strong>untrusted</strong>");
+    expect(first).toContain('data-provenance="violation">provenance: violation</span>');
+    expect(first).toContain("provenance-warning");
+    expect(first).toContain("the tool declares no destinations");
 
     const session = desk.gate.openSession({ trusted: [USER] });
     const trusted = await desk.gate.invoke("desk.send_memo", { to: ["boss@team.test"], subject: "boss@team.test", body: USER.text }, { ...mailCall, session });

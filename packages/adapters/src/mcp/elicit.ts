@@ -68,7 +68,11 @@ export async function askThroughElicitation(context: ElicitContext, result: Appr
   const expect = { version: 0, previewHash: result.previewHash };
   const editNote =
     fields.length === 0 ? "" : "\n\nYou may change the fields below before approving: the changed call is checked and shown to you again before it runs.";
-  const first = await ask(context, approvalText(result) + editNote, requestedSchema("Approve", `Run ${result.toolId} as shown above`, fields));
+  const first = await ask(
+    context,
+    provenanceNote(result) + approvalText(result) + editNote,
+    requestedSchema("Approve", `Run ${result.toolId} as shown above`, fields),
+  );
   if (first.action === "pending") return { kind: "pending" };
   if (first.action === "deny") return deny(context, result, approver);
   const extra = notOffered(first.content, fields);
@@ -93,6 +97,17 @@ export async function askThroughElicitation(context: ElicitContext, result: Appr
   if (extraNow.length > 0) return refusedExtra(result, extraNow);
   const edit = { input: checked.input, previewHash: checked.previewHash };
   return decide(() => context.gate.approvals.grant(result.requestId, { by: approver, edit, expect }));
+}
+
+/** Where the arguments came from, first, as the console shows an operator: a violation's reasons, or each judged field. */
+function provenanceNote(result: ApprovalRequiredResult): string {
+  const p = result.preview.provenance;
+  if (p === undefined) return "";
+  const lines =
+    p.violations.length > 0
+      ? ["WARNING: an argument did not come from trusted data.", ...p.violations.map((v) => `- ${v}`)]
+      : [`Where the arguments came from: ${p.verdict}.`, ...p.fields.map((f) => `- ${f.why}`)];
+  return `${lines.join("\n")}\n\n`;
 }
 
 /** One form question: accepted with `approve: true` (and its content), declined or refused (deny), or no answer (pending). */

@@ -85,14 +85,14 @@ describe("MCP server: a provenance session per connection", () => {
     expect(asked).toMatchObject({ verdict: "violation", action: "escalated" });
     expect(asked?.fields[0]).toMatchObject({ path: "/to", label: "untrusted", role: "destination" });
     expect(asked?.fields[0]?.sources[0]).toMatchObject({ kind: "output", toolId: "post.read_inbox", untrusted: true });
-    expect(asked?.session).not.toBe("ses_forged");
-    // The same connection again: the same session.
-    expect(provenanceOf(await send(reader, OUTSIDE))?.session).toBe(asked?.session);
+    // The session is the server's: the client is never told its id.
+    expect(asked?.session).toBeUndefined();
+    // The same connection again: the same session (it still knows where the address came from).
+    expect(provenanceOf(await send(reader, OUTSIDE))?.fields[0]).toMatchObject({ label: "untrusted" });
 
     // Another connection never read the inbox: the address is new to its session (still not trusted, still asked).
     const other = await served.connect("other");
-    const fresh = provenanceOf(await send(other, OUTSIDE, { "io.toolgate/session": asked!.session }));
-    expect(fresh?.session).not.toBe(asked?.session);
+    const fresh = provenanceOf(await send(other, OUTSIDE, { "io.toolgate/session": "ses_forged" }));
     expect(fresh?.fields[0]).toMatchObject({ path: "/to", label: "new" });
     expect(served.sent).toEqual([]);
   });

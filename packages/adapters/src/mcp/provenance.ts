@@ -58,8 +58,13 @@ function checkTrusted(trusted: unknown, where: string): readonly McpTrustedText[
   if (!Array.isArray(trusted)) throw new ToolError("config_invalid", `${where} must be a list of { text, label? }`);
   trusted.forEach((t: unknown, i) => {
     const entry = t as { text?: unknown; label?: unknown } | null;
-    if (entry === null || typeof entry !== "object" || typeof entry.text !== "string" || (entry.label !== undefined && typeof entry.label !== "string"))
-      throw new ToolError("config_invalid", `${where}[${i}] must be { text: string, label?: string }`);
+    if (
+      entry === null ||
+      typeof entry !== "object" ||
+      typeof entry.text !== "string" ||
+      (entry.label !== undefined && (typeof entry.label !== "string" || entry.label.length > 64))
+    )
+      throw new ToolError("config_invalid", `${where}[${i}] must be { text: string, label?: string of at most 64 characters }`);
   });
   return trusted as readonly McpTrustedText[];
 }

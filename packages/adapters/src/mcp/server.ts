@@ -142,14 +142,17 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
   }
   const toolsPollMs = checkToolsPollMs(options.toolsPollMs);
   const imported = checkImported(options.imported);
-  // One connection, one agent run: the session is this server's, never named by a request.
-  const session = connectionSession(gate, options.provenance, {
-    profile: options.profile,
+  // One connection, one agent run: the session is this server's, never named by a request; a server
+  // connected again (a second client on the same object) starts a new one.
+  const connection = { profile: options.profile, principal: options.principal, tenant: options.tenant, ...(client ? { client } : {}) };
+  const callFor = (session: ReturnType<typeof connectionSession>): CallOptions => ({
     principal: options.principal,
     tenant: options.tenant,
-    ...(client ? { client } : {}),
+    profile: options.profile,
+    ...(session ? { session } : {}),
   });
-  const call: CallOptions = { principal: options.principal, tenant: options.tenant, profile: options.profile, ...(session ? { session } : {}) };
+  let call = callFor(connectionSession(gate, options.provenance, connection));
+  let connections = 0;
   // Served by visibility and profile; a tool an operator switched off, or an imported tool not
   // approved now, is left out of the list but still goes to the gate when called, which refuses it
   // (tool_disabled, provider_rejected) and journals that.
@@ -166,6 +169,11 @@ export function createMcpServer<TTool extends AnyToolManifest>(typedGate: Gate<T
     { capabilities: { tools: { listChanged: true }, logging: {} } },
   );
   const log = serveLogging(server);
+  const initialized = server.oninitialized;
+  server.oninitialized = () => {
+    if (++connections > 1) call = callFor(connectionSession(gate, options.provenance, connection));
+    initialized?.();
+  };
   watchServedTools(server, listed, toolsPollMs, log);
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await listed() }));

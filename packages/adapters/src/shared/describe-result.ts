@@ -29,8 +29,16 @@ export function refusalFacts(result: DeniedResult | ErrorResult): Record<string,
     boundary: result.boundary,
     ...(result.status === "error" ? { retryable: result.retryable } : {}),
     ...(result.status === "error" && result.issues ? { issues: result.issues } : {}),
-    ...(result.details === undefined ? {} : { details: result.details }),
+    ...(result.details === undefined ? {} : { details: withoutSession(result.details) }),
   };
+}
+
+/** The session is the server's: a client is told where arguments came from, never which session judged them. */
+function withoutSession<T extends { readonly provenance?: unknown }>(facts: T): T {
+  const p = facts.provenance as { readonly session?: unknown } | undefined;
+  if (p === null || typeof p !== "object" || !("session" in p)) return facts;
+  const { session: _session, ...rest } = p;
+  return { ...facts, provenance: rest };
 }
 
 /**
@@ -45,7 +53,7 @@ export function approvalFacts(result: ApprovalRequiredResult, editable: false | 
     invocationId: result.invocationId,
     reason: result.reason,
     requestId: result.requestId,
-    preview: result.reason === "output" ? { summary: result.preview.summary } : result.preview,
+    preview: result.reason === "output" ? { summary: result.preview.summary } : withoutSession(result.preview),
     previewHash: result.previewHash,
     expiresAt: result.expiresAt,
     editable: result.reason === "output" ? false : editable,

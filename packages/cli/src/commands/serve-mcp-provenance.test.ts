@@ -36,12 +36,12 @@ function withTrusted(text: string): void {
 
 describe("trusted texts in the composition file are checked", () => {
   const bad: [string, string][] = [
-    ['"boss@team.test"', 'trusted: must be an array of { "text": string, "label"?: string }'],
+    ['"boss@team.test"', 'trusted: must be an array of { "text": string, "label"?: string, "tenant"?: string }'],
     ['[{ label: "x" }]', "trusted.0.text: text must be a string"],
     ['[{ text: "  " }]', "trusted.0.text: text must not be empty"],
     ['[{ text: "a", label: "x".repeat(65) }]', "trusted.0.label: label is at most 64 characters"],
     ['[{ text: "a", lable: "x" }]', "trusted.0"],
-    ['["just text"]', 'trusted.0: must be { "text": string, "label"?: string }'],
+    ['["just text"]', 'trusted.0: must be { "text": string, "label"?: string, "tenant"?: string }'],
   ];
   for (const [value, message] of bad) {
     it(`${value}: config_invalid naming where`, async () => {
@@ -66,7 +66,9 @@ describe("trusted texts in toolgate.config.json", () => {
       { text: "boss@team.test", label: "contacts" },
       { text: "ana@team.test" },
     ]);
-    await expect(json({ text: "x" })).rejects.toThrow('toolgate.config.json is invalid: trusted: must be an array of { "text": string, "label"?: string }');
+    await expect(json({ text: "x" })).rejects.toThrow(
+      'toolgate.config.json is invalid: trusted: must be an array of { "text": string, "label"?: string, "tenant"?: string }',
+    );
     await expect(json([{ text: "x", label: 7 }])).rejects.toThrow("trusted.0.label: label must be a string");
     await expect(json(Array.from({ length: 1001 }, () => ({ text: "x" })))).rejects.toThrow("trusted: at most 1000 trusted texts");
   });
@@ -103,5 +105,17 @@ describe("serve-mcp: one session per connection, with the configured trusted tex
     const ran = await call(client, "post.send", { to: "boss@team.test", body: "numbers" });
     expect(ran.isError, JSON.stringify(ran)).toBeFalsy();
     expect(JSON.stringify(ran.content)).toContain('\\"sent\\":1');
+  });
+
+  it("a text the configuration gives one tenant is not trusted in another tenant's connections", async () => {
+    withTrusted('[{ text: "My manager is boss@team.test", label: "contacts", tenant: "elsewhere" }]');
+    try {
+      const client = await serve(); // tenant "default"
+      const asked = await call(client, "post.send", { to: "boss@team.test", body: "numbers" });
+      expect(asked.isError).toBe(true);
+      expect(provenanceOf(asked)?.fields[0]).toMatchObject({ path: "/to", label: "new" });
+    } finally {
+      withTrusted('[{ text: "My manager is boss@team.test", label: "contacts" }]');
+    }
   });
 });

@@ -73,8 +73,13 @@ export async function serveMcp(runtime: Runtime, options: ServeMcpCliOptions, io
         : { client: options.client }
       : { httpPort: http }),
     ...(toolsPollMs === undefined ? {} : { toolsPollMs }),
-    // One provenance session per connection, with the texts the configuration vouches for.
-    provenance: { trusted: (runtime.config.trusted ?? []).map(({ text, label }) => (label === undefined ? { text } : { text, label })) },
+    // One provenance session per connection, with the texts the configuration vouches for (a tenant's own only for its connections).
+    provenance: {
+      trusted: (connection) =>
+        (runtime.config.trusted ?? [])
+          .filter((t) => t.tenant === undefined || t.tenant === connection.tenant)
+          .map(({ text, label }) => (label === undefined ? { text } : { text, label })),
+    },
     log: (line) => io.err(line),
     handleSignals: false,
   });

@@ -165,6 +165,9 @@ export function judge(state: SessionState, input: unknown, rules: ProvenanceRule
     };
     fields.push(field);
     if (role === "destination" && !destinationOk) untrustedDestinations.push(field.why);
+    // A tool that declares nothing cannot say which argument is where its effect goes: untrusted data in any of them may be.
+    else if (!declared && role === undefined && p.label === "untrusted")
+      untrustedDestinations.push(`${field.why} (the tool declares no destinations: any argument may be one)`);
     if (p.label === "untrusted" && role !== "destination") carrying.push(field);
   }
   const violations = [...untrustedDestinations];
