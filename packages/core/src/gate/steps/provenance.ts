@@ -1,9 +1,11 @@
 /**
- * Between policy (and replay-caller-key) and preview: in a session, where the call's arguments came from. A side-effectful call (or one whose
- * manifest or profile names destinations) is judged against what the session has seen: a
- * destination not from trusted data is a violation, asked of a human with the provenance in the
- * preview (or refused, per the profile); a call with only trusted data may skip the manifest's
- * approval when the profile says so. Outside a session nothing changes.
+ * Between policy (and replay-caller-key) and preview: in a session, where the call's arguments came
+ * from. A side-effectful call (or one whose manifest or profile names destinations) is judged
+ * against what the session has seen: a destination not from trusted data is a violation, asked of
+ * a human with the provenance in the preview (or refused, per the profile); a call whose every
+ * judged value was copied from trusted text may skip the manifest's approval when the profile says
+ * so. A read of trusted output is judged only to know whether its output is trusted. Outside a
+ * session nothing changes.
  */
 import { ToolError } from "../../errors.js";
 import type { EffectIdentity } from "../../context.js";
