@@ -4,7 +4,7 @@
  * carries text from it (a run of its text, or one of its atoms: an address, a link, a code), or
  * neither. Labels and policy are the caller's; this reports the evidence.
  */
-import { coverage, fingerprints, K, normalizeForMatch } from "./fingerprint.js";
+import { fingerprints, K, normalizeForMatch } from "./fingerprint.js";
 
 /** A text the session has seen. */
 export interface SeenText {
@@ -46,29 +46,52 @@ export function prepareText(seen: SeenText): PreparedText {
   return { id: seen.id, normalized, fingerprints: fingerprints(normalized), atoms: atoms(normalized) };
 }
 
+const WORD = /[\p{L}\p{N}]/u;
+
+/** Whether the occurrence of `needle` at `at` in `haystack` is not inside a longer word or number. */
+export function boundedAt(haystack: string, at: number, needle: string): boolean {
+  const before = haystack[at - 1] ?? "";
+  const after = haystack[at + needle.length] ?? "";
+  return !(WORD.test(before) && WORD.test(needle[0]!)) && !(WORD.test(after) && WORD.test(needle[needle.length - 1]!));
+}
+
 /** Whether `needle` occurs in `haystack` not inside a longer word or number. */
 export function containsBounded(haystack: string, needle: string): boolean {
-  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
-    const before = at === 0 ? "" : haystack[at - 1]!;
-    const after = haystack[at + needle.length] ?? "";
-    const word = /[\p{L}\p{N}]/u;
-    if (!(word.test(before) && word.test(needle[0]!)) && !(word.test(after) && word.test(needle[needle.length - 1]!))) return true;
-  }
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) if (boundedAt(haystack, at, needle)) return true;
   return false;
+}
+
+/** A value prepared once for comparison with many texts. */
+export interface PreparedValue {
+  readonly normalized: string;
+  /** Empty for a value shorter than `K` (short values are compared whole). */
+  readonly prints: ReadonlySet<number>;
+  readonly atoms: ReadonlySet<string>;
+}
+
+export function prepareValue(value: string): PreparedValue {
+  const normalized = normalizeForMatch(value);
+  return { normalized, prints: normalized.length >= K ? fingerprints(normalized) : new Set<number>(), atoms: atoms(normalized) };
+}
+
+/** What one text holds of a value: the whole of it, which of its atoms, which of its fingerprints. */
+export function evidenceIn(value: PreparedValue, text: PreparedText): { copied: boolean; atoms: string[]; prints: number[] } {
+  return {
+    copied: containsBounded(text.normalized, value.normalized),
+    atoms: [...value.atoms].filter((a) => text.atoms.has(a) || containsBounded(text.normalized, a)),
+    prints: [...value.prints].filter((h) => text.fingerprints.has(h)),
+  };
 }
 
 /** The evidence linking `value` to each seen text it relates to (texts it does not relate to are left out). */
 export function derive(value: string, seen: readonly PreparedText[]): Evidence[] {
-  const normalized = normalizeForMatch(value);
-  if (normalized === "") return [];
-  const valuePrints = normalized.length >= K ? fingerprints(normalized) : new Set<number>();
-  const valueAtoms = atoms(normalized);
+  const prepared = prepareValue(value);
+  if (prepared.normalized === "") return [];
   const out: Evidence[] = [];
   for (const text of seen) {
-    const copied = containsBounded(text.normalized, normalized);
-    const share = coverage(valuePrints, text.fingerprints);
-    const shared = [...valueAtoms].filter((a) => text.atoms.has(a) || containsBounded(text.normalized, a));
-    if (copied || share > 0 || shared.length > 0) out.push({ id: text.id, copied, coverage: copied && valuePrints.size > 0 ? 1 : share, atoms: shared });
+    const { copied, atoms: shared, prints } = evidenceIn(prepared, text);
+    const share = prepared.prints.size === 0 ? 0 : prints.length / prepared.prints.size;
+    if (copied || share > 0 || shared.length > 0) out.push({ id: text.id, copied, coverage: copied && prepared.prints.size > 0 ? 1 : share, atoms: shared });
   }
   return out;
 }

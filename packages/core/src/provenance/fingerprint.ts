@@ -77,11 +77,3 @@ export function fingerprints(normalized: string): Set<number> {
   }
   return out;
 }
-
-/** The share (0..1) of `value`'s fingerprints found in `source`'s; 0 when the value has none. */
-export function coverage(value: ReadonlySet<number>, source: ReadonlySet<number>): number {
-  if (value.size === 0) return 0;
-  let found = 0;
-  for (const h of value) if (source.has(h)) found++;
-  return found / value.size;
-}

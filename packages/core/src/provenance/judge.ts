@@ -3,13 +3,12 @@
  * its manifest and profile applied, and a verdict with reasons a human can read.
  */
 import { labelValue, type ValueProvenance } from "./label.js";
-import type { SessionState } from "./session.js";
+import { MEMBER_NAME, type SessionState } from "./session.js";
 import type { FieldProvenance, ProvenanceRules, ProvenanceSource, ProvenanceVerdict } from "./types.js";
 
 export type { CallProvenance, ProvenanceRules } from "./types.js";
 
 const MAX_LEAVES = 2000;
-const MEMBER_NAME = /^[A-Za-z_$][A-Za-z0-9_$]{0,31}$/;
 /** Milliseconds one call's judgement may take; past it what is left is not checked, and the call is not trusted. */
 const BUDGET_MS = 250;
 const MAX_FIELDS_SHOWN = 50;

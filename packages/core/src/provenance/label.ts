@@ -6,8 +6,8 @@
  * its atoms (addresses, links, codes, long ids), or is copied whole from it; new otherwise. What is
  * also in trusted text does not count against a value: the user said it too.
  */
-import { atoms, containsBounded } from "./derive.js";
-import { fingerprints, K, normalizeForMatch, normalizeStrict } from "./fingerprint.js";
+import { evidenceIn, prepareValue } from "./derive.js";
+import { K, normalizeStrict } from "./fingerprint.js";
 import type { SeenIndex } from "./seen-index.js";
 import type { SeenEntry, SessionState } from "./session.js";
 import type { ProvenanceLabel } from "./types.js";
@@ -53,11 +53,10 @@ export function containsStrict(haystack: string, needle: string): boolean {
 
 /** `destination`: a short value copied whole from untrusted text counts (an id, a name); elsewhere a short word shared by chance does not. */
 export function labelValue(value: string, state: SessionState, destination: boolean): ValueProvenance {
-  const normalized = normalizeForMatch(value);
+  const prepared = prepareValue(value);
+  const { normalized, prints, atoms: valueAtoms } = prepared;
   if (normalized === "") return NOTHING;
-  const valueAtoms = atoms(normalized);
   if (valueAtoms.size > MAX_ATOMS) return TOO_MANY;
-  const prints = normalized.length >= K ? fingerprints(normalized) : new Set<number>();
   const entries = [...candidates(state.host, normalized, prints, valueAtoms), ...candidates(state.outputs, normalized, prints, valueAtoms)];
   const trustedFrom: SeenEntry[] = [];
   const trustedAtoms = new Set<string>();
@@ -65,9 +64,7 @@ export function labelValue(value: string, state: SessionState, destination: bool
   let copiedTrusted = false;
   const perUntrusted: { entry: SeenEntry; copied: boolean; atoms: string[]; prints: number[] }[] = [];
   for (const entry of entries) {
-    const copied = containsBounded(entry.normalized, normalized);
-    const shared = [...valueAtoms].filter((a) => entry.atoms.has(a) || containsBounded(entry.normalized, a));
-    const sharedPrints = [...prints].filter((h) => entry.fingerprints.has(h));
+    const { copied, atoms: shared, prints: sharedPrints } = evidenceIn(prepared, entry);
     if (!copied && shared.length === 0 && sharedPrints.length === 0) continue;
     if (entry.source.untrusted) {
       perUntrusted.push({ entry, copied, atoms: shared, prints: sharedPrints });

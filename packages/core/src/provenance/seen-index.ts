@@ -3,13 +3,12 @@
  * session's size: texts concatenated in chunks searched natively (a copy or an atom is found with
  * `indexOf`, not by looping over every text), and fingerprints mapped to the texts holding them.
  */
-import type { PreparedText } from "./derive.js";
+import { boundedAt, type PreparedText } from "./derive.js";
 
 const SEPARATOR = "\u0000"; // never in normalised text's words: a match cannot run from one text into the next
 const CHUNK_CHARS = 1024 * 1024;
 /** Occurrences looked at per search: past it, texts further on are not reported (a value that common is no evidence of much). */
 const MAX_OCCURRENCES = 4096;
-const WORD = /[\p{L}\p{N}]/u;
 
 interface Chunk {
   parts: string[];
@@ -44,7 +43,7 @@ export class SeenIndex<E extends PreparedText> {
     }
   }
 
-  /** Entries holding `needle` not inside a longer word or number (as `containsBounded`). */
+  /** Entries holding `needle` not inside a longer word or number (`boundedAt`, as `containsBounded`). */
   containing(needle: string, into: Set<number>): void {
     if (needle === "") return;
     let seen = 0;
@@ -53,12 +52,7 @@ export class SeenIndex<E extends PreparedText> {
       const text = chunk.flat;
       for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) {
         if (++seen > MAX_OCCURRENCES) return;
-        const before = at === 0 ? "" : text[at - 1]!;
-        const after = text[at + needle.length] ?? "";
-        const joinsBefore = WORD.test(before) && WORD.test(needle[0]!);
-        const joinsAfter = WORD.test(after) && WORD.test(needle[needle.length - 1]!);
-        if (joinsBefore || joinsAfter) continue;
-        into.add(chunk.ids[lastAtOrBefore(chunk.starts, at)]!);
+        if (boundedAt(text, at, needle)) into.add(chunk.ids[lastAtOrBefore(chunk.starts, at)]!);
       }
     }
   }

@@ -47,7 +47,8 @@ export interface SeenEntry extends PreparedText {
 const DEFAULT_MAX_CHARS = 4 * 1024 * 1024;
 const MAX_TEXT_CHARS = 1024 * 1024; // one output's text beyond this is kept to this length, and the session marked saturated
 const MAX_LABEL = 64;
-const MEMBER_NAME = /^[A-Za-z_$][A-Za-z0-9_$]{0,31}$/;
+/** A key that reads as a schema's member name (`to`, `messageId`), not as data (an address, an id). */
+export const MEMBER_NAME = /^[A-Za-z_$][A-Za-z0-9_$]{0,31}$/;
 
 export class SessionState {
   /** What the host declared trusted (few, short: looked at whole for every value). */
