@@ -1,10 +1,10 @@
 import { pointerSegment, pointerSegments } from "./edit-fields.js";
 import { editableFor } from "./gate/edit-allowance.js";
 import { limitsFor } from "./limits/match.js";
-import { isSideEffectful, riskRank, type AnyToolManifest } from "./manifest.js";
+import type { AnyToolManifest } from "./manifest.js";
 import { evaluatePolicy } from "./policy.js";
 import type { Profile } from "./profile.js";
-import { mergeRules } from "./provenance/judge.js";
+import { isJudged, mayWaive, rulesUnder } from "./provenance/under-profile.js";
 import type { ProvenanceRules } from "./provenance/types.js";
 import { registryInternals, type ToolDescriptor, type ToolRegistry } from "./registry.js";
 
@@ -115,7 +115,7 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
         reachableBy.push(profile.name);
         const own = editableFor(manifest, profile);
         if (JSON.stringify(own) !== JSON.stringify(fields)) narrowed.push({ profile: profile.name, fields: own });
-        const underProfile = provenanceUnder(manifest, descriptor.family, profile);
+        const underProfile = provenanceUnder(manifest, profile);
         if (underProfile !== undefined) judged.push(underProfile);
         for (const l of limitsFor(profile, manifest.id))
           limits.push(
@@ -143,19 +143,15 @@ export function buildInventory(registry: ToolRegistry, options: BuildInventoryOp
  * manifest's rules, the profile's for the tool id, then for `family.*`); undefined when its calls
  * are not judged (neither a write nor destructive, and no rules).
  */
-function provenanceUnder(manifest: AnyToolManifest, family: string, profile: Profile): InventoryProvenance | undefined {
-  const extra = profile.provenance?.tools;
-  const added = mergeRules(extra?.[manifest.id], extra?.[`${family}.*`]);
-  const rules = mergeRules(manifest.provenance, added);
-  const declared = (rules.destinations?.length ?? 0) + (rules.content?.length ?? 0) > 0;
-  if (!isSideEffectful(manifest.effect) && !declared) return undefined;
+function provenanceUnder(manifest: AnyToolManifest, profile: Profile): InventoryProvenance | undefined {
+  const { rules, added } = rulesUnder(manifest, profile);
+  if (!isJudged(manifest, rules)) return undefined;
   const trustedSkipsApproval = profile.provenance?.trustedSkipsApproval === true;
-  const twoApprovers = profile.twoPersonFrom !== undefined && riskRank(manifest.risk) >= riskRank(profile.twoPersonFrom);
   return {
     profile: profile.name,
     onViolation: profile.provenance?.onViolation ?? "ask",
     trustedSkipsApproval,
-    waivable: trustedSkipsApproval && manifest.approval !== "never" && manifest.effect !== "destructive" && !twoApprovers,
+    waivable: trustedSkipsApproval && manifest.approval !== "never" && mayWaive(manifest, profile),
     rules: { destinations: rules.destinations ?? [], content: rules.content ?? [] },
     added: { destinations: added.destinations ?? [], content: added.content ?? [] },
   };

@@ -64,3 +64,8 @@ export function refusalFor(toolId: string, profile: Profile, decision: PolicyDec
     )
     .exhaustive();
 }
+
+/** Whether a call of `tool` under `profile` needs two distinct approvers (`twoPersonFrom` at or below its risk). */
+export function needsTwoApprovers(tool: Pick<AnyToolManifest, "risk">, profile: Pick<Profile, "twoPersonFrom">): boolean {
+  return profile.twoPersonFrom !== undefined && riskRank(tool.risk) >= riskRank(profile.twoPersonFrom);
+}

@@ -4,7 +4,8 @@ import { sha256Hex } from "../canonical-json.js";
 import { ToolError } from "../errors.js";
 import type { ApprovalRequest, GrantCheck, GrantOutcome, JournalReceipt } from "../journal/types.js";
 import { approvalContent } from "./foreign-text.js";
-import { riskRank, type ApprovalPreview } from "../manifest.js";
+import type { ApprovalPreview } from "../manifest.js";
+import { needsTwoApprovers } from "../policy.js";
 import type { InjectionFinding } from "../untrusted.js";
 import type { ApprovalGrant } from "./approvals.js";
 import type { Frozen } from "./call-state.js";
@@ -73,8 +74,7 @@ export function approvalRequired(
 
 /** Distinct approvers this call needs: two when its profile's `twoPersonFrom` is at or below the tool's risk. */
 export function approvalsNeeded(c: Pick<Frozen, "manifest" | "call">): 1 | 2 {
-  const from = c.call.profile.twoPersonFrom;
-  return from !== undefined && riskRank(c.manifest.risk) >= riskRank(from) ? 2 : 1;
+  return needsTwoApprovers(c.manifest, c.call.profile) ? 2 : 1;
 }
 
 /**

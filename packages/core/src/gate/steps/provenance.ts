@@ -9,13 +9,12 @@
  */
 import { ToolError } from "../../errors.js";
 import type { EffectIdentity } from "../../context.js";
-import { isSideEffectful } from "../../manifest.js";
-import { judge, mergeRules } from "../../provenance/judge.js";
+import { judge } from "../../provenance/judge.js";
+import { isJudged, mayWaive, rulesUnder } from "../../provenance/under-profile.js";
 import { sessionState, type SessionState } from "../../provenance/session.js";
-import type { CallProvenance, ProvenanceRules } from "../../provenance/types.js";
+import type { CallProvenance } from "../../provenance/types.js";
 import type { Authorized, Judged, Writable } from "../call-state.js";
 import type { GateEnv } from "../env.js";
-import { approvalsNeeded } from "../grants.js";
 import { audit, identity, refuse } from "../outcomes.js";
 import type { Step } from "../pipeline.js";
 
@@ -27,16 +26,16 @@ export const provenance: Step<Authorized, Judged> = {
     const state = c.call.session === undefined ? undefined : sessionState(c.call.session);
     if (state === undefined) return next; // provenance stays undefined
     if (state.owner !== env) return refuse(env, c, "error", new ToolError("config_invalid", "call.session was opened by another gate"));
-    const rules = rulesFor(c);
-    const declared = (rules.destinations?.length ?? 0) + (rules.content?.length ?? 0) > 0;
-    if (!isSideEffectful(c.manifest.effect) && !declared) return readJudged(next, state);
+    const { rules } = rulesUnder(c.manifest, c.call.profile);
+    if (!isJudged(c.manifest, rules)) return readJudged(next, state);
     const judged = judge(state, c.parsed, rules, manifestDeclares(c));
     const settings = c.call.profile.provenance;
     let action: CallProvenance["action"] = "none";
     if (judged.verdict === "violation") action = settings?.onViolation === "refuse" ? "refused" : next.manifestAsks ? "none" : "escalated";
-    // Only what the user or operator said, copied, skips a human; never a destructive call (an injection may ask
-    // for one with trusted data alone: archive the page the operator named), nor one the profile wants two approvers for.
-    else if (judged.verdict === "trusted" && next.manifestAsks && settings?.trustedSkipsApproval === true && waivable(c)) action = "waived";
+    // Only what the user or operator said, copied, skips a human (and never where `mayWaive` says no).
+    else if (judged.verdict === "trusted" && next.manifestAsks && settings?.trustedSkipsApproval === true && mayWaive(c.manifest, c.call.profile)) {
+      action = "waived";
+    }
     next.provenance = Object.freeze({ session: state.id, action, ...judged });
     if (action === "refused") {
       const message = `${c.manifest.id} refused under profile ${c.call.profile.name}: ${judged.violations.join("; ")}`;
@@ -61,10 +60,6 @@ function readJudged(c: Writable<Judged>, state: SessionState): Judged {
   return c;
 }
 
-function waivable(c: Authorized): boolean {
-  return c.manifest.effect !== "destructive" && approvalsNeeded(c) === 1;
-}
-
 /** Escalations, waivers and calls carrying untrusted data are journaled before anything is asked or run. */
 async function journaled(c: Judged, env: GateEnv): Promise<Judged> {
   await audit(env, c, "provenance.checked", { provenance: forJournal(c.provenance!), inputHash: c.inputHash });
@@ -78,14 +73,6 @@ async function journaled(c: Judged, env: GateEnv): Promise<Judged> {
 function forJournal(p: CallProvenance): CallProvenance {
   const mask = (found: string) => (/^[\p{N}]{4,}$|^[\p{L}\p{N}_-]{16,}$/u.test(found) ? `…${found.slice(-2)} (${found.length} characters)` : found);
   return { ...p, fields: p.fields.map((f) => (f.found ? { ...f, found: f.found.map(mask) } : f)) };
-}
-
-/** The manifest's rules, with the profile's for this tool and its family added. */
-function rulesFor(c: Authorized): ProvenanceRules {
-  const extra = c.call.profile.provenance?.tools;
-  const own = extra?.[c.manifest.id];
-  const family = extra?.[`${c.manifest.id.slice(0, c.manifest.id.indexOf("."))}.*`];
-  return mergeRules(mergeRules(c.manifest.provenance, own), family);
 }
 
 function manifestAsks(c: Authorized): boolean {
