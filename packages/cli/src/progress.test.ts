@@ -83,7 +83,7 @@ describe("long CLI steps show progress on a terminal only (the real binary, unde
     });
     const profile = defineProfile({ name: "reader", allow: ["notes:read"], maxRisk: "low" });
     for (const text of ["a", "b c", "d e f"]) void gate.invoke("notes.count_words", { text }, { principal: "p", tenant: "t", profile });
-    for (let i = 0; i < 100 && (await journal.listOutbox({ states: ["pending"] })).length < 3; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 1000 && (await journal.listOutbox({ states: ["pending"] })).length < 3; i++) await new Promise((r) => setTimeout(r, 20));
     expect(await journal.listOutbox({ states: ["pending"] })).toHaveLength(3);
     await journal.close();
 

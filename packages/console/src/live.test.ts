@@ -17,25 +17,45 @@ afterEach(async () => {
 
 const memo = (subject: string) => ({ to: ["ops@example.test", "cfo@example.test"], subject, body: "BODY-ONLY-FOR-THE-HUMAN" });
 
-/** Read server-sent events from a response until `want` events named `name` arrived (or the deadline). */
-async function readEvents(response: Response, name: string, want: number, ms = 5000): Promise<string[]> {
+/**
+ * A response's server-sent events, read as they come. `read` waits (at most `ms`) for `want` events named
+ * `name`, skipping others; `ended` says whether the server closed the stream.
+ */
+function sse(response: Response) {
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
-  const found: string[] = [];
   let buffer = "";
-  const deadline = Date.now() + ms;
-  while (found.length < want && Date.now() < deadline) {
-    const chunk = await Promise.race([reader.read(), new Promise<undefined>((r) => setTimeout(() => r(undefined), deadline - Date.now()))]);
-    if (!chunk || chunk.done) break;
-    buffer += decoder.decode(chunk.value, { stream: true });
-    for (let at = buffer.indexOf("\n\n"); at >= 0; at = buffer.indexOf("\n\n")) {
-      const block = buffer.slice(0, at);
-      buffer = buffer.slice(at + 2);
-      if (block.includes(`event: ${name}`)) found.push(/^data: (.*)$/m.exec(block)?.[1] ?? "");
-    }
-  }
-  return found;
+  let ended = false;
+  // A read still pending when a deadline passed is kept for the next `read`, so no chunk is lost.
+  let pending: ReturnType<typeof reader.read> | undefined;
+  return {
+    get ended() {
+      return ended;
+    },
+    async read(name: string, want: number, ms = 20_000): Promise<string[]> {
+      const found: string[] = [];
+      const deadline = Date.now() + ms;
+      for (;;) {
+        for (let at = buffer.indexOf("\n\n"); at >= 0 && found.length < want; at = buffer.indexOf("\n\n")) {
+          const block = buffer.slice(0, at);
+          buffer = buffer.slice(at + 2);
+          if (block.includes(`event: ${name}\n`)) found.push(/^data: (.*)$/m.exec(block)?.[1] ?? "");
+        }
+        if (found.length >= want || ended || Date.now() >= deadline) return found;
+        pending ??= reader.read();
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), deadline - Date.now())));
+        const chunk = await Promise.race([pending, late]).finally(() => clearTimeout(timer));
+        if (!chunk) return found;
+        pending = undefined;
+        if (chunk.done) ended = true;
+        else buffer += decoder.decode(chunk.value, { stream: true });
+      }
+    },
+  };
 }
+
+const counts = (data: string[]) => data.map((d) => JSON.parse(d) as { pending: number });
 
 interface Delivery {
   readonly body: string;
@@ -91,13 +111,12 @@ describe("the live queue", () => {
     const alice = await signedIn(desk, "alice", "approver");
     const stream = await openEvents(desk, alice);
     expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    const events = readEvents(stream, "approvals", 2);
-    await new Promise((r) => setTimeout(r, 150));
+    const events = sse(stream);
+    expect(await events.read("ready", 1)).toEqual(["{}"]); // subscribed
     const id = await pendingRequest(desk, memo("live"));
-    await new Promise((r) => setTimeout(r, 300));
+    expect(counts(await events.read("approvals", 1))).toEqual([{ pending: 1 }]);
     await alice.post(`/approvals/${id}/deny`, { csrf: await alice.csrf(), reason: "no" });
-    const seen = (await events).map((d) => JSON.parse(d) as { pending: number });
-    expect(seen).toEqual([{ pending: 1 }, { pending: 0 }]);
+    expect(counts(await events.read("approvals", 1))).toEqual([{ pending: 0 }]);
   });
 
   it.each([
@@ -113,12 +132,12 @@ describe("the live queue", () => {
       cleanups.push(() => worker.close());
       const alice = await signedIn(desk, "alice", "approver");
       const stream = await openEvents(desk, alice);
-      const events = readEvents(stream, "approvals", 1);
-      await new Promise((r) => setTimeout(r, 150));
+      const events = sse(stream);
+      expect(await events.read("ready", 1)).toEqual(["{}"]); // subscribed
       const input = memo("from the other worker");
       const first = await worker.gate.invoke("desk.send_memo", input, call);
       if (first.status !== "approval_required") throw new Error(first.status);
-      expect((await events).map((d) => JSON.parse(d) as unknown)).toEqual([{ pending: 1 }]);
+      expect(counts(await events.read("approvals", 1))).toEqual([{ pending: 1 }]);
       expect(await (await alice.get("/approvals")).text()).toContain(`data-request-id="${first.requestId}"`);
       expect((await alice.post(`/approvals/${first.requestId}/approve`, { csrf: await alice.csrf(), ttl: "10" })).status).toBe(303);
       const retried = await worker.gate.invoke("desk.send_memo", input, call);
@@ -131,13 +150,12 @@ describe("the live queue", () => {
     const desk = await openDesk();
     cleanups.push(() => desk.close());
     const alice = await signedIn(desk, "alice", "approver");
-    const stream = await openEvents(desk, alice);
-    await new Promise((r) => setTimeout(r, 150));
+    const events = sse(await openEvents(desk, alice));
+    expect(await events.read("ready", 1)).toEqual(["{}"]); // subscribed
     await desk.gate.authority.operators.disable("alice", desk.gate.authority.owner());
     await pendingRequest(desk, memo("after the disable"));
-    const started = Date.now();
-    expect(await readEvents(stream, "approvals", 1, 3000)).toEqual([]);
-    expect(Date.now() - started).toBeLessThan(2500); // the stream ended; it did not just stay quiet
+    expect(await events.read("approvals", 1)).toEqual([]);
+    expect(events.ended, "the stream stayed open, only quiet").toBe(true);
   });
 
   it("needs a session: without one the stream redirects to sign-in", async () => {

@@ -376,6 +376,7 @@ const ENTRY_POINTS = {
       "reachesFunction",
       "sampleIntent",
       "sampleRequest",
+      "settlesWithin",
       "testApprover",
       "writeUpgradeSample",
     ],

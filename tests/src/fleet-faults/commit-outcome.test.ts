@@ -88,10 +88,10 @@ describeWithCluster("a connection lost during a batch's COMMIT", () => {
   it("while the server cannot be asked within commitOutcomeTimeoutMs: the calls fail as unknown, not retryable (the commit did happen)", async () => {
     const { cutter, journal, direct, done } = await setUp({ commitOutcomeTimeoutMs: 600 });
     try {
-      cutter.arm("after", 2000);
-      const started = Date.now();
+      // The server stays out of reach far longer than the call may wait: only a bounded ask ends it as unknown
+      // (an unbounded one would wait for the server and then find the commit).
+      cutter.arm("after", 120_000);
       const error = await outcome(journal.append({ type: "test.cut", at, data: {} }));
-      expect(Date.now() - started).toBeLessThan(2000);
       expect(ToolError.is(error, "journal_failed")).toBe(true);
       expect(error).toMatchObject({ retryable: false, details: { committed: "unknown" } });
       expect((await direct.readAudit()).filter((r) => r.type === "test.cut")).toHaveLength(1);
@@ -105,14 +105,14 @@ describeWithCluster("a connection lost during a batch's COMMIT", () => {
     const db = openLedger(":memory:");
     try {
       const gate = ledgerGate(journal, db);
-      cutter.arm("after", 2000);
+      cutter.arm("after", 120_000);
       const result = await gate.invoke("ledger.upsert_entry", { n: 1 }, { ...CALL, idempotencyKey: "cut-intent" });
       expect(cutter.cuts()).toBe(1);
       expect(result).toMatchObject({ status: "error", code: "journal_failed", boundary: "effect_state_unknown", retryable: false });
       expect(db.prepare("SELECT COUNT(*) AS n FROM attempts").get()).toEqual({ n: 0 }); // not run here
       const key = hashCanonical([CALL.tenant, CALL.principal, "cut-intent"]);
       expect(await direct.getIntent(key)).toMatchObject({ state: "pending" }); // the commit did happen
-      await new Promise((resolve) => setTimeout(resolve, 2000)); // the server answers again
+      cutter.restore(); // the server answers again
       const report = await recoverOutbox(gate, { olderThanMs: 0 });
       expect(report).toMatchObject({ replayed: 1, failed: 0 });
       expect(db.prepare("SELECT COUNT(*) AS n FROM applied").get()).toEqual({ n: 1 });

@@ -15,3 +15,4 @@ export { describeJournalTampering } from "./describe-tampering.js";
 export type { RawJournalRows, TamperableJournal } from "./describe-tampering.js";
 export { writeUpgradeSample, expectUpgradeSample } from "./describe-records.js";
 export { testApprover, grantAsOwner, denyAsOwner, askedRequest } from "./approver.js";
+export { settlesWithin } from "./settles.js";

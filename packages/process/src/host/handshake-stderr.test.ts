@@ -47,12 +47,13 @@ describe("a start-up that fails before the manifest quotes the end of the child'
   });
 
   it("a child that leaves a process holding its pipes: the refusal comes with the child's exit, not when that process ends", async () => {
-    // Before, the host waited for the pipes to close: here, 30 s after the child had exited.
+    // Before, the host waited for the pipes to close: here, 300 s after the child had exited (the bound
+    // below is generous for a loaded machine and far below that).
     const started = Date.now();
-    const error = await startUp(`setsid sh -c 'sleep 30; :' "$0" & echo 'bad config' >&2; exit 3`);
+    const error = await startUp(`setsid sh -c 'sleep 300; :' "$0" & echo 'bad config' >&2; exit 3`);
     const tookMs = Date.now() - started;
     expect(error.message).toBe("tool process exited with code 3 during the handshake; its stderr ends: bad config");
-    expect(tookMs).toBeLessThan(10_000);
+    expect(tookMs).toBeLessThan(60_000);
   });
 });
 
