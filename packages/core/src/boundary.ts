@@ -6,6 +6,7 @@ export { resolveWithinRoot, createRootGuard, MAX_CANDIDATE_LENGTH } from "./boun
 export type { ResolveWithinRootOptions, RootGuard, PathRefusalReason } from "./boundary/resolve-within-root.js";
 export { protectPath, protectedPaths, isProtectedPath, isHardLinkToProtected } from "./boundary/protected-paths.js";
 export { bubblewrapMasks } from "./boundary/sandbox/mounts.js";
+export { pathIsUnder } from "./boundary/path-under.js";
 export {
   bwrapOnPath,
   DEFAULT_SANDBOX_READ_ONLY_PATHS,

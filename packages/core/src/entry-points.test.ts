@@ -251,6 +251,7 @@ const ENTRY_POINTS = {
       "isHardLinkToProtected",
       "isProtectedPath",
       "jsonBoundsProblem",
+      "pathIsUnder",
       "protectPath",
       "protectedPaths",
       "resolveWithinRoot",

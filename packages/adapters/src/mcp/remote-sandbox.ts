@@ -12,6 +12,7 @@ import { ToolError, type RuntimeIsolation } from "@toolgate/core";
 import {
   DEFAULT_SANDBOX_READ_ONLY_PATHS,
   findBwrap,
+  pathIsUnder,
   sandboxIsolation,
   sandboxLaunch,
   sandboxLimits,
@@ -154,8 +155,7 @@ export function stdioLaunch(options: ImportMcpServerOptions): StdioLaunch {
 }
 
 const SYSTEM = DEFAULT_SANDBOX_READ_ONLY_PATHS;
-const within = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
-const isSystem = (p: string) => SYSTEM.some((dir) => within(p, dir));
+const isSystem = (p: string) => SYSTEM.some((dir) => pathIsUnder(p, dir));
 
 /** The command as an absolute path (found on the server's PATH), or as given when it is nowhere: the sandbox then fails to start it. */
 function resolveCommand(command: string, cwd: string, searchPath: string): string {

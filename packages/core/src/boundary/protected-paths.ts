@@ -8,6 +8,7 @@
 import { lstatSync, readdirSync, realpathSync, statSync, type Stats } from "node:fs";
 import path from "node:path";
 import { ToolError } from "../errors.js";
+import { pathIsUnder } from "./path-under.js";
 
 interface Registry {
   add(absPath: string): void;
@@ -68,7 +69,7 @@ export function protectedPaths(): readonly string[] {
 
 /** The protected path (as stored or resolved) that `realPath` lies at or under, if any. */
 export function protectedPathCovering(realPath: string): string | undefined {
-  return protectedPaths().find((p) => realPath === p || realPath.startsWith(p.endsWith(path.sep) ? p : p + path.sep));
+  return protectedPaths().find((p) => pathIsUnder(realPath, p));
 }
 
 /**

@@ -1,11 +1,12 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { accessSync, constants, existsSync, realpathSync, statSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
-import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { basename, delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { ToolError } from "@toolgate/core";
 import {
   DEFAULT_SANDBOX_READ_ONLY_PATHS,
   findBwrap,
+  pathIsUnder,
   sandboxLaunch,
   type SandboxFacts,
   type SandboxLimitName,
@@ -156,18 +157,16 @@ export interface SpawnPlan {
   readonly finish: ((exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null }) => SandboxLimitName[]) | undefined;
 }
 
-const under = (p: string, dir: string): boolean => p === dir || p.startsWith(dir.endsWith(sep) ? dir : dir + sep);
-
 /** Directories never bound whole for a tool: `/`, the home directory and those above it, the host's temporary directory. */
 function sharedDirectory(dir: string): string | undefined {
   const home = homedir();
   if (dir === "/") return "the root directory";
-  if (home !== "" && under(home, dir)) return dir === home ? "the home directory" : "a directory above the home directory";
+  if (home !== "" && pathIsUnder(home, dir)) return dir === home ? "the home directory" : "a directory above the home directory";
   if (dir === "/tmp" || dir === resolve(tmpdir())) return "the host's temporary directory";
   return undefined;
 }
 
-const systemPath = (p: string): boolean => DEFAULT_SANDBOX_READ_ONLY_PATHS.some((s) => under(p, s));
+const systemPath = (p: string): boolean => DEFAULT_SANDBOX_READ_ONLY_PATHS.some((s) => pathIsUnder(p, s));
 
 /**
  * The program's own files outside the system paths: for a program in a `bin` directory (an
@@ -219,7 +218,7 @@ function argumentFiles(args: readonly string[], cwd: string): string[] {
 /** `paths` without those inside another of them (or inside a writable path: that bind covers them). */
 function outermost(paths: readonly string[], writable: readonly string[]): string[] {
   const unique = [...new Set(paths.map((p) => resolve(p)))];
-  return unique.filter((p) => !unique.some((q) => q !== p && under(p, q)) && !writable.some((w) => under(p, resolve(w))));
+  return unique.filter((p) => !unique.some((q) => q !== p && pathIsUnder(p, q)) && !writable.some((w) => pathIsUnder(p, resolve(w))));
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import { lstatSync } from "node:fs";
 import path from "node:path";
+import { pathIsUnder } from "../path-under.js";
 import { isDirectory, protectedPaths } from "../protected-paths.js";
 
 /** /proc entries bound read-only over the sandbox's own /proc. */
@@ -45,14 +46,11 @@ export function bubblewrapMasks(bound: readonly string[], hidden: readonly strin
   return masked(bound, [...protectedPaths(), ...hidden]).flatMap((p) => (isDirectory(p) ? EMPTY_DIR(p) : ["--ro-bind", "/dev/null", p]));
 }
 
-/** Whether `p` is `dir` or inside it. */
-export const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
-
 /** The paths to hide: existing, not links (their targets are listed in real form), under a bound path, parents before (and instead of) children. */
 function masked(bound: readonly string[], candidates: readonly string[]): string[] {
   const chosen: string[] = [];
   for (const p of [...new Set(candidates.map((c) => path.resolve(c)))].sort((a, b) => a.length - b.length)) {
-    if (!bound.some((b) => under(p, b)) || chosen.some((c) => under(p, c))) continue;
+    if (!bound.some((b) => pathIsUnder(p, b)) || chosen.some((c) => pathIsUnder(p, c))) continue;
     try {
       if (lstatSync(p).isSymbolicLink()) continue;
     } catch {

@@ -12,7 +12,8 @@ import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathS
 import path from "node:path";
 import { ToolError } from "../../errors.js";
 import { isDirectory, isProtectedPath } from "../protected-paths.js";
-import { bubblewrapMasks, EMPTY_DIR, PROC_HIDDEN, PROC_READ_ONLY, under } from "./mounts.js";
+import { bubblewrapMasks, EMPTY_DIR, PROC_HIDDEN, PROC_READ_ONLY } from "./mounts.js";
+import { pathIsUnder } from "../path-under.js";
 import { cgroupsAvailable, runCgroup, type RunCgroup } from "./cgroup.js";
 import { prlimitArgs, type SandboxLimitName, type SandboxLimits } from "./limits.js";
 import { seccompProgram } from "./seccomp.js";
@@ -186,7 +187,7 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   const readOnlyGiven = [...new Set(spec.readOnly.map((p) => absolute(p, "read-only paths")).filter((p) => existsSync(p)))];
   const readOnlyReal = [...new Set(readOnlyGiven.map(real))];
   // A read-only path inside another read-only one is bound with it.
-  const readOnly = readOnlyReal.filter((p) => !readOnlyReal.some((b) => b !== p && under(p, b)));
+  const readOnly = readOnlyReal.filter((p) => !readOnlyReal.some((b) => b !== p && pathIsUnder(p, b)));
   const writableGiven = [...new Set((spec.writable ?? []).map((p) => absolute(p, "writable paths")))];
   const socketsGiven = (spec.unixSockets ?? []).map((p) => absolute(p, "unix sockets"));
   for (const p of [...writableGiven, ...socketsGiven]) {
@@ -204,7 +205,7 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
     if (!statSync(p).isSocket()) throw new ToolError("config_invalid", `${who}: ${p} is not a Unix socket`);
   }
   const cwd = real(absolute(spec.cwd, "the working directory"));
-  if (![...readOnly, ...writable].some((b) => under(cwd, b)) && cwd !== "/tmp") {
+  if (![...readOnly, ...writable].some((b) => pathIsUnder(cwd, b)) && cwd !== "/tmp") {
     throw new ToolError("config_invalid", `${who}: the working directory ${cwd} is not inside anything the sandbox binds`);
   }
 
@@ -236,7 +237,7 @@ export function sandboxLaunch(spec: SandboxSpec, argv: readonly string[], who: s
   for (const [how, p] of binds) args.push(how, p, p);
   // A path given through a link: the link, where it is not already inside a bind.
   for (const [given, target] of spelled) {
-    if (!binds.some(([, b]) => under(given, b))) args.push("--symlink", target, given);
+    if (!binds.some(([, b]) => pathIsUnder(given, b))) args.push("--symlink", target, given);
   }
   args.push(...bubblewrapMasks([...readOnly, ...writable], spec.hidden ?? []));
   // The empty root bubblewrap builds and /dev are tmpfs: read-only, so nothing is kept in memory beyond the sized ones.
